@@ -1,0 +1,1 @@
+"""Host side of the softirq-rt lab: build variants, boot them, measure."""

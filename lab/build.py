@@ -1,0 +1,223 @@
+"""Build each variant's kernel from the packaged source.
+
+Per variant: a git worktree of the packaged source with the series applied
+by `git am`, its own O= object folder, and a finished image stored under
+cache/kernels/<content hash>/.  The hash covers the source tarball, the
+common and variant fragments and the patches, so an unchanged variant is
+never rebuilt, and a fresh clone finds the images its twin already built.
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import kconfig, paths, source
+from .log import LabError, info
+from .variants import Variant
+
+# Bump when the way a kernel is made changes (not what it is made from).
+RECIPE = "allnoconfig+fragments/x86_64/v1"
+ARCH = "x86_64"
+IMAGE = "arch/x86/boot/bzImage"
+
+
+@dataclass
+class Built:
+    variant: str
+    folder: Path          # cache/kernels/<hash>/
+    meta: dict
+
+    @property
+    def image(self) -> Path:
+        return self.folder / "bzImage"
+
+    @property
+    def tree(self) -> Path:
+        return Path(self.meta["tree"])
+
+    @property
+    def objdir(self) -> Path:
+        return Path(self.meta["objdir"])
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _worktree(repo: Path, name: str) -> Path:
+    tree = paths.cache_dir() / "trees" / name
+    if not (tree / ".git").exists():
+        source.git(repo, "worktree", "prune")
+        shutil.rmtree(tree, ignore_errors=True)
+        tree.parent.mkdir(parents=True, exist_ok=True)
+        source.git(repo, "worktree", "add", "-q", "--detach", str(tree),
+                   source.BASE_TAG)
+    return tree
+
+
+def failed_hunk(patch: Path, stderr: str) -> str:
+    """Turn git-apply's 'patch failed: FILE:LINE' into file and hunk."""
+    m = re.search(r"patch failed: (\S+):(\d+)", stderr)
+    if not m:
+        m2 = re.search(r"error: (\S+): (does not exist in index|"
+                       r"No such file or directory)", stderr)
+        return f"{m2.group(1)}: file not in the tree" if m2 else \
+            stderr.strip().splitlines()[-1] if stderr.strip() else "unknown"
+    fname, line = m.group(1), int(m.group(2))
+    current, index = None, 0
+    for text in patch.read_text(errors="replace").splitlines():
+        if text.startswith("+++ "):
+            current = text[4:].split("/", 1)[-1]
+            index = 0
+        elif text.startswith("@@ ") and current == fname:
+            index += 1
+            h = re.match(r"@@ -(\d+)", text)
+            if h and int(h.group(1)) == line:
+                return f"{fname} hunk #{index} ({text.split(' @@')[0]} @@)"
+    return f"{fname} at line {line}"
+
+
+def apply_series(variant: Variant, tree: Path) -> None:
+    source.git(tree, "am", "--abort", check=False)
+    source.git(tree, "reset", "-q", "--hard", source.BASE_TAG)
+    source.git(tree, "clean", "-q", "-fd")
+    for i, patch in enumerate(variant.patches, 1):
+        r = source.git(tree, "am", "-q", "--keep-cr", str(patch), check=False)
+        if r.returncode != 0:
+            where = failed_hunk(patch, r.stderr + r.stdout)
+            source.git(tree, "am", "--abort", check=False)
+            raise LabError(
+                f"variant {variant.name}: patch {i}/{len(variant.patches)} "
+                f"{patch.name} does not apply to the packaged source: "
+                f"{where}\n  ({patch})")
+
+
+def _make(tree: Path, objdir: Path, *targets: str, log=None,
+          progress=None) -> None:
+    env = dict(os.environ,
+               CCACHE_DIR=str(paths.cache_dir() / "ccache"),
+               CCACHE_MAXSIZE="5G",
+               KBUILD_BUILD_TIMESTAMP="2000-01-01",
+               KBUILD_BUILD_USER="lab", KBUILD_BUILD_HOST="softirq-rt-lab")
+    cc = "ccache gcc" if shutil.which("ccache") else "gcc"
+    cmd = ["make", "-C", str(tree), f"O={objdir}", f"ARCH={ARCH}",
+           f"CC={cc}", f"-j{os.cpu_count() or 2}", *targets]
+    out = open(log, "a") if log else subprocess.DEVNULL
+    try:
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+        tail = []
+        for line in proc.stdout:
+            if log:
+                out.write(line)
+            tail = (tail + [line.rstrip()])[-25:]
+            if progress:
+                progress(line)
+        rc = proc.wait()
+    finally:
+        if log:
+            out.close()
+    if rc != 0:
+        raise LabError(f"make {' '.join(targets)} failed (exit {rc}); "
+                       f"last lines:\n  " + "\n  ".join(tail) +
+                       (f"\n  full log: {log}" if log else ""))
+
+
+def configure(variant: Variant, tree: Path, objdir: Path, log: Path) -> Path:
+    """allnoconfig + common + variant fragment; verify every request."""
+    requests = kconfig.merged_requests([paths.COMMON_CONFIG, variant.config])
+    requests += [kconfig.Request("CONFIG_LOCALVERSION", f'"-{variant.name}"',
+                                 "lab/build.py (LOCALVERSION)"),
+                 kconfig.Request("CONFIG_LOCALVERSION_AUTO", "n",
+                                 "lab/build.py (LOCALVERSION)")]
+    fragment = objdir / "lab.fragment"
+    kconfig.write_fragment(requests, fragment)
+    _make(tree, objdir, f"KCONFIG_ALLCONFIG={fragment}", "allnoconfig",
+          log=log)
+    _make(tree, objdir, "olddefconfig", log=log)
+    config = objdir / ".config"
+    bad = kconfig.mismatches(kconfig.read_config(config), requests)
+    if bad:
+        raise LabError(f"variant {variant.name}: the kernel config dropped "
+                       f"options asked for:\n  " + "\n  ".join(bad))
+    return config
+
+
+def cached(variant: Variant, content_hash: str):
+    folder = paths.cache_dir() / "kernels" / content_hash[:16]
+    meta_file = folder / "build.json"
+    if meta_file.is_file() and (folder / "bzImage").is_file():
+        meta = json.loads(meta_file.read_text())
+        if meta.get("hash") == content_hash:
+            return Built(variant.name, folder, meta)
+    return None
+
+
+def build(variant: Variant, index: int = 1, total: int = 1,
+          force: bool = False) -> Built:
+    """Return the variant's kernel, building it only if its inputs changed."""
+    repo, digest, version = source.unpacked_source()
+    content_hash = variant.content_hash(digest, RECIPE)
+    label = f"variant {index}/{total} {variant.name}"
+    hit = None if force else cached(variant, content_hash)
+    if hit:
+        info(f"{label}: up to date ({hit.meta['release']}, "
+             f"{content_hash[:12]})")
+        return hit
+
+    started = time.monotonic()
+    tree = _worktree(repo, variant.name)
+    objdir = paths.cache_dir() / "obj" / variant.name
+    objdir.mkdir(parents=True, exist_ok=True)
+    log = objdir / "build.log"
+    log.write_text("")
+    info(f"{label}: applying {len(variant.patches)} patch(es)")
+    apply_series(variant, tree)
+    info(f"{label}: configuring")
+    config = configure(variant, tree, objdir, log)
+
+    compiled, last = [0], [time.monotonic()]
+
+    def progress(line):
+        if line.lstrip().startswith(("CC ", "LD ", "AR ", "AS ")):
+            compiled[0] += 1
+        if time.monotonic() - last[0] >= 30:
+            last[0] = time.monotonic()
+            s = int(last[0] - started)
+            info(f"{label}: compiling, {compiled[0]} objects, "
+                 f"{s // 60}:{s % 60:02d} elapsed")
+
+    info(f"{label}: compiling (cold: about 5 minutes on 2 cores)")
+    _make(tree, objdir, "all", log=log, progress=progress)
+
+    release = (objdir / "include/config/kernel.release").read_text().strip()
+    folder = paths.cache_dir() / "kernels" / content_hash[:16]
+    tmp = folder.with_name(folder.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    shutil.copy2(objdir / IMAGE, tmp / "bzImage")
+    shutil.copy2(config, tmp / "config")
+    meta = {
+        "variant": variant.name,
+        "hash": content_hash,
+        "recipe": RECIPE,
+        "release": release,
+        "kernel_version": version,
+        "source_tarball_sha256": digest,
+        "patches": [{"name": p.name, "sha256": _sha256(p)}
+                    for p in variant.patches],
+        "config_sha256": _sha256(config),
+        "tree": str(tree),
+        "objdir": str(objdir),
+        "build_seconds": round(time.monotonic() - started, 1),
+    }
+    (tmp / "build.json").write_text(json.dumps(meta, indent=2) + "\n")
+    shutil.rmtree(folder, ignore_errors=True)
+    tmp.rename(folder)
+    info(f"{label}: built {release} in {meta['build_seconds']:.0f} s")
+    return Built(variant.name, folder, meta)

@@ -1,0 +1,105 @@
+"""A variant is a folder under variants/: series, patches, config, README.
+
+Adding a variant is making such a folder; nothing else names variants.
+"""
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import paths
+from .log import LabError
+
+NAME_RE = re.compile(r"^[a-z0-9][a-z0-9.+_-]*$")
+REQUIRED = ("series", "config", "README.md")
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    folder: Path
+    patches: tuple  # Paths, in series order
+
+    @property
+    def config(self) -> Path:
+        return self.folder / "config"
+
+    def content_hash(self, source_digest: str, recipe: str) -> str:
+        """Everything a kernel image depends on, hashed.
+
+        The series file's comments do not count; the patches it lists,
+        in order, do.
+        """
+        h = hashlib.sha256()
+        for part in (recipe, source_digest, self.name):
+            h.update(part.encode() + b"\0")
+        for f in (paths.COMMON_CONFIG, self.config, *self.patches):
+            h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+        return h.hexdigest()
+
+
+def parse_series(series: Path) -> list:
+    """Patch files named by a quilt-style series file, in order.
+
+    One patch per line; '#' starts a comment; '-p1' may follow a name
+    (the only strip level `git am` applies).
+    """
+    patches, seen = [], {}
+    for lineno, raw in enumerate(series.read_text().splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        name, *opts = line.split()
+        where = f"{series}:{lineno}"
+        if opts and opts != ["-p1"]:
+            raise LabError(f"{where}: unsupported option {' '.join(opts)!r} "
+                           f"(only -p1)")
+        if "/" in name:
+            raise LabError(f"{where}: {name!r}: patches live beside the "
+                           f"series file, name them without a folder")
+        if name in seen:
+            raise LabError(f"{where}: {name!r} already listed on line "
+                           f"{seen[name]}")
+        patch = series.parent / name
+        if not patch.is_file():
+            raise LabError(f"{where}: patch {name!r} not found in "
+                           f"{series.parent}")
+        seen[name] = lineno
+        patches.append(patch)
+    return patches
+
+
+def load(folder: Path) -> Variant:
+    name = folder.name
+    if not NAME_RE.match(name):
+        raise LabError(f"variant {name!r} ({folder}): name must match "
+                       f"{NAME_RE.pattern} (it becomes the kernel's "
+                       f"LOCALVERSION)")
+    missing = [f for f in REQUIRED if not (folder / f).is_file()]
+    if missing:
+        raise LabError(f"variant {name!r}: missing {', '.join(missing)} in "
+                       f"{folder}")
+    return Variant(name, folder, tuple(parse_series(folder / "series")))
+
+
+def discover(root: Path = None) -> list:
+    """All variants, baseline first, then by name."""
+    root = root or paths.VARIANTS_DIR
+    found = [load(d) for d in sorted(root.iterdir()) if d.is_dir()]
+    found.sort(key=lambda v: (v.name != "baseline", v.name))
+    return found
+
+
+def select(names: str = "", root: Path = None) -> list:
+    """Variants named in a comma/space separated list, or all of them."""
+    every = discover(root)
+    if not names.strip():
+        return every
+    by_name = {v.name: v for v in every}
+    chosen = []
+    for n in re.split(r"[,\s]+", names.strip()):
+        if n not in by_name:
+            raise LabError(f"unknown variant {n!r}; known: "
+                           f"{', '.join(by_name)}")
+        chosen.append(by_name[n])
+    return chosen
