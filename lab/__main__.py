@@ -2,8 +2,8 @@
 import argparse
 import sys
 
-from . import build, variants
-from .log import LabError
+from . import boot, build, health, paths, qemu, variants
+from .log import LabError, info
 
 
 def cmd_build(args) -> int:
@@ -13,16 +13,58 @@ def cmd_build(args) -> int:
     return 0
 
 
+def cmd_accel(args) -> int:
+    first = build.build(variants.select(args.variants)[0])
+    accel = qemu.choose_accel(first.image)
+    print(f"{accel.name}: {accel.reason}")
+    return 0
+
+
+def cmd_health(args) -> int:
+    chosen = variants.select(args.variants)
+    built = [build.build(v, i, len(chosen)) for i, v in enumerate(chosen, 1)]
+    accel = qemu.choose_accel(built[0].image)
+    info(f"accelerator: {accel.name} ({accel.reason})")
+    failed = 0
+    for i, b in enumerate(built, 1):
+        info(f"boot {i}/{len(built)}: {b.variant}")
+        run_dir = paths.BUILD_DIR / "runs" / "health" / b.variant
+        record = boot.run_plan(b, health.PLAN, run_dir, accel,
+                               timeout=args.timeout, cpus=args.cpus)
+        problems = health.check(b, run_dir, record, args.cpus)
+        print(health.line(b, record, problems))
+        for p in problems:
+            print("  " + p.replace("\n", "\n  "))
+        failed += bool(problems)
+    return 1 if failed else 0
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="python3 -m lab",
                                 description="softirq-rt lab")
     sub = p.add_subparsers(dest="command", required=True)
-    b = sub.add_parser("build", help="build variant kernels (cached)")
-    b.add_argument("--variants", default="",
-                   help="comma-separated names (default: all)")
+
+    def with_variants(sp):
+        sp.add_argument("--variants", default="",
+                        help="comma-separated names (default: all)")
+        return sp
+
+    b = with_variants(sub.add_parser(
+        "build", help="build variant kernels (cached by content)"))
     b.add_argument("--force", action="store_true",
                    help="rebuild even if the cache is up to date")
     b.set_defaults(func=cmd_build)
+
+    a = with_variants(sub.add_parser(
+        "accel", help="say which accelerator guests will use, and why"))
+    a.set_defaults(func=cmd_accel)
+
+    h = with_variants(sub.add_parser(
+        "health", help="boot each variant and prove which kernel it is"))
+    h.add_argument("--cpus", type=int, default=2)
+    h.add_argument("--timeout", type=float, default=120,
+                   help="watchdog: seconds before a guest counts as hung")
+    h.set_defaults(func=cmd_health)
     return p.parse_args(argv)
 
 

@@ -1,0 +1,86 @@
+"""Boot one variant, run one guest plan, keep everything in a run folder.
+
+A run folder holds the plan, the console log, what the guest wrote, and
+run.json: provenance (variant, patch and config hashes, QEMU command line,
+accelerator, host CPU) and the outcome.  A run ends "ok" or "failed" with a
+reason that quotes the console (panic lines, last lines before a hang).
+"""
+import shutil
+import time
+from pathlib import Path
+
+from . import initramfs, qemu, store
+from .build import Built
+from .log import LabError
+
+PANIC_MARK = "Kernel panic"
+
+
+def panic_lines(console: str) -> str:
+    lines = console.splitlines()
+    for i, line in enumerate(lines):
+        if PANIC_MARK in line:
+            return "\n".join(lines[max(0, i - 8):i + 2])
+    return ""
+
+
+def judge(outcome: qemu.Outcome, run_dir: Path, timeout: float) -> str:
+    """'' if the plan ran to its end and succeeded, else why not."""
+    console = outcome.console.read_text(errors="replace") \
+        if outcome.console.is_file() else ""
+    panic = panic_lines(console)
+    if panic:
+        return f"guest kernel panic:\n{panic}"
+    if outcome.status == "timeout":
+        return (f"guest hung: killed by the watchdog after {timeout:.0f} s; "
+                f"last console lines:\n{outcome.tail()}")
+    exit_file = run_dir / "plan-exit"
+    if not exit_file.is_file():
+        return (f"guest stopped (QEMU exit {outcome.exit_code}) before the "
+                f"plan finished; last console lines:\n{outcome.tail()}")
+    code = exit_file.read_text().strip()
+    if code != "0":
+        log = run_dir / "plan.log"
+        tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:]) \
+            if log.is_file() else ""
+        return f"plan failed with exit {code}; plan.log ends:\n{tail}"
+    return ""
+
+
+def run_plan(built: Built, plan: Path, run_dir: Path, accel: qemu.Accel,
+             timeout: float = 120, cpus: int = 2, extra_args=(),
+             initrd: Path = None, context: dict = None) -> dict:
+    """Boot `built` with `plan`; return run.json's content (also saved)."""
+    if not plan.is_file():
+        raise LabError(f"plan {plan} not found")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    for stale in ("plan-exit", "plan.log", "run.json"):
+        (run_dir / stale).unlink(missing_ok=True)
+    shutil.copy(plan, run_dir / "plan.sh")
+    machine = qemu.Machine(kernel=built.image,
+                           initrd=initrd or initramfs.build(),
+                           share=run_dir, accel=accel, cpus=cpus,
+                           extra=list(extra_args))
+    record = {
+        "variant": built.variant,
+        "kernel": {k: built.meta[k] for k in
+                   ("release", "hash", "patches", "config_sha256",
+                    "kernel_version", "source_tarball_sha256")},
+        "plan": plan.name,
+        "cpus": cpus,
+        "qemu": qemu.describe(machine),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "status": "running",
+        **(context or {}),
+    }
+    store.write_json(run_dir / "run.json", record)
+    outcome = qemu.run(machine, run_dir / "console.log", timeout)
+    reason = judge(outcome, run_dir, timeout)
+    record.update(status="failed" if reason else "ok", reason=reason,
+                  seconds=outcome.seconds, qemu_exit=outcome.exit_code,
+                  watchdog_fired=outcome.status == "timeout")
+    init_uptime = run_dir / "init-uptime"
+    if init_uptime.is_file():
+        record["boot_to_init_s"] = float(init_uptime.read_text().split()[0])
+    store.write_json(run_dir / "run.json", record)
+    return record

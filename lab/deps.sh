@@ -1,0 +1,45 @@
+#!/bin/sh
+# Install the Debian packages the lab needs, only those missing.
+# Plain sh: it must run on a fresh Debian 12 before python3 is there.
+set -eu
+
+PACKAGES="linux-source-6.1 gcc make libc6-dev libelf-dev libssl-dev bc flex
+bison cpio xz-utils git perl ccache qemu-system-x86 busybox-static rt-tests
+stress-ng python3 python3-numpy python3-scipy python3-matplotlib
+python3-pytest"
+
+missing=""
+for p in $PACKAGES; do
+	status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+	case "$status" in
+	*"install ok installed"*) ;;
+	*) missing="$missing $p" ;;
+	esac
+done
+
+if [ -z "$missing" ]; then
+	echo "deps: all $(echo $PACKAGES | wc -w) Debian packages present"
+	exit 0
+fi
+
+echo "deps: installing$missing"
+if [ "$(id -u)" -eq 0 ]; then
+	SUDO=""
+elif command -v sudo >/dev/null 2>&1; then
+	SUDO="sudo"
+else
+	echo "deps: missing packages:$missing; run as root: apt-get install$missing" >&2
+	exit 2
+fi
+export DEBIAN_FRONTEND=noninteractive
+# A fresh machine has no package lists yet; refresh once, then install.
+$SUDO apt-get update -q >/dev/null || {
+	echo "deps: apt-get update failed; are Debian's mirrors reachable?" >&2
+	exit 2
+}
+# shellcheck disable=SC2086
+if ! $SUDO apt-get install -y -q $missing >/dev/null; then
+	echo "deps: apt-get install failed for:$missing (disk full? run it by hand to see why)" >&2
+	exit 2
+fi
+echo "deps: installed$missing"

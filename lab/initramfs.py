@@ -1,0 +1,91 @@
+"""The guest's initramfs: Debian's binaries, their libraries, our init.
+
+Programs come from the host's Debian packages (busybox-static, rt-tests,
+stress-ng) with the shared libraries ldd names for them, so the guest runs
+exactly the versions a kernel developer on Debian 12 runs.  The archive is
+made with cpio (newc) and cached by the content of everything in it.
+"""
+import hashlib
+import shutil
+import subprocess
+from pathlib import Path
+
+from . import paths
+from .log import LabError
+
+# (host path, Debian package that ships it)
+PROGRAMS = [
+    ("/bin/busybox", "busybox-static"),
+    ("/usr/bin/cyclictest", "rt-tests"),
+    ("/usr/bin/stress-ng", "stress-ng"),
+]
+DIRS = ["bin", "usr/bin", "proc", "sys", "dev", "tmp", "lab", "root",
+        "etc", "lib/modules"]
+
+
+def shared_libraries(binary: str) -> list:
+    """Absolute paths of the libraries (and loader) a dynamic binary needs."""
+    r = subprocess.run(["ldd", binary], capture_output=True, text=True)
+    if r.returncode != 0:        # static binaries: "not a dynamic executable"
+        return []
+    libs = []
+    for line in r.stdout.splitlines():
+        parts = line.split()
+        if "=>" in parts:
+            target = parts[parts.index("=>") + 1]
+            if target == "not":
+                raise LabError(f"{binary}: library {parts[0]} not found")
+            if target.startswith("/"):
+                libs.append(target)
+        elif parts and parts[0].startswith("/"):
+            libs.append(parts[0])
+    return libs
+
+
+def contents(extra: dict = None) -> dict:
+    """Guest path -> host file, for everything the archive holds."""
+    files = {"init": paths.GUEST_DIR / "init"}
+    for prog, package in PROGRAMS:
+        if not Path(prog).is_file():
+            raise LabError(f"{prog} not found: install Debian package "
+                           f"{package} (`make deps`)")
+        files[prog.lstrip("/")] = Path(prog)
+        for lib in shared_libraries(prog):
+            files[lib.lstrip("/")] = Path(lib)
+    files.update(extra or {})
+    return files
+
+
+def build(extra: dict = None, name: str = "base") -> Path:
+    """Return a cached initramfs holding contents(extra)."""
+    files = contents(extra)
+    h = hashlib.sha256()
+    for guest_path in sorted(files):
+        h.update(guest_path.encode() + b"\0")
+        h.update(Path(files[guest_path]).read_bytes())
+    out = paths.cache_dir() / "initramfs" / f"{name}-{h.hexdigest()[:16]}.cpio"
+    if out.is_file():
+        return out
+    stage = out.with_suffix(".stage")
+    shutil.rmtree(stage, ignore_errors=True)
+    for d in DIRS:
+        (stage / d).mkdir(parents=True, exist_ok=True)
+    for guest_path, host in files.items():
+        dest = stage / guest_path
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(host, dest)     # follows symlinks: real file content
+        dest.chmod(0o755)
+    (stage / "bin" / "sh").symlink_to("busybox")
+    names = sorted(str(p.relative_to(stage)) for p in stage.rglob("*"))
+    tmp = out.with_suffix(".tmp")
+    # cpio reads names on stdin as text and writes the archive as bytes
+    with open(tmp, "wb") as f:
+        r = subprocess.run(["cpio", "--quiet", "-o", "-H", "newc",
+                            "-R", "0:0"], cwd=stage,
+                           input=("\n".join(names) + "\n").encode(),
+                           stdout=f, stderr=subprocess.PIPE)
+    if r.returncode != 0:
+        raise LabError(f"cpio failed: {r.stderr.decode().strip()}")
+    shutil.rmtree(stage)
+    tmp.rename(out)
+    return out

@@ -1,0 +1,233 @@
+"""Launch a guest in QEMU: accelerator choice, command line, watchdog.
+
+KVM is used where it works.  An existing /dev/kvm is not proof: on some
+hosts (nested virtualisation) guests hang at kernel entry under KVM.  So
+the first boot of a session probes KVM with a short boot that must reach
+the kernel's root-mount panic within seconds, and falls back to TCG
+otherwise.  The verdict is cached per host boot.
+
+QEMU keeps the host's normal scheduling priority: a QEMU under host
+SCHED_FIFO starved a 2-core machine for ten minutes.
+"""
+import json
+import os
+import shlex
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import paths
+from .log import LabError, info, warn
+
+KVM_PROBE_SECONDS = float(os.environ.get("LAB_KVM_PROBE_SECONDS", "10"))
+# Single-threaded TCG by default: under multi-threaded TCG the placement
+# effect under test vanished (shared/design/lab.md, measured).
+TCG_THREAD = os.environ.get("LAB_TCG_THREAD", "single")
+
+
+def qemu_binary() -> str:
+    return os.environ.get("LAB_QEMU", "qemu-system-x86_64")
+
+
+def kvm_device() -> Path:
+    return Path(os.environ.get("LAB_KVM_DEVICE", "/dev/kvm"))
+
+
+@dataclass
+class Accel:
+    name: str          # "kvm" or "tcg"
+    reason: str        # why this one
+    args: list = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "reason": self.reason,
+                "args": self.args}
+
+
+def tcg(reason: str) -> Accel:
+    return Accel("tcg", reason, ["-accel", f"tcg,thread={TCG_THREAD}"])
+
+
+def host_cpu() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
+def qemu_version() -> str:
+    try:
+        r = subprocess.run([qemu_binary(), "--version"], capture_output=True,
+                           text=True, timeout=10)
+        return r.stdout.splitlines()[0] if r.stdout else "unknown"
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+
+
+def probe_kvm(kernel: Path, timeout: float = None) -> tuple:
+    """Boot `kernel` under KVM with no root: (works, what happened).
+
+    A working KVM guest prints its banner and panics at root mount within
+    a second or two; panic=-1 with -no-reboot ends QEMU.  Silence until
+    the timeout is the hang we know.
+    """
+    timeout = timeout or KVM_PROBE_SECONDS
+    cmd = [qemu_binary(), "-accel", "kvm", "-m", "256", "-smp", "1",
+           "-nodefaults", "-no-reboot", "-display", "none",
+           "-serial", "stdio", "-kernel", str(kernel),
+           "-append", "console=ttyS0 panic=-1"]
+    try:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    except OSError as e:
+        return False, f"cannot start {cmd[0]}: {e}"
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_group(proc)
+        out, _ = proc.communicate()
+        if b"Linux version" in out:
+            return False, f"guest started but did not finish in {timeout:.0f} s"
+        return False, f"no console output in {timeout:.0f} s (guest hangs)"
+    if b"Linux version" in out:
+        return True, "probe boot reached the kernel banner and exited"
+    text = out.decode(errors="replace").strip().splitlines()
+    return False, f"QEMU exited {proc.returncode}: " + \
+        (text[-1] if text else "no output")
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """Kill a process started with start_new_session, and its children."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return "unknown"
+
+
+def choose_accel(kernel: Path) -> Accel:
+    """KVM if a probe boot works, else TCG; LAB_ACCEL=kvm|tcg forces."""
+    forced = os.environ.get("LAB_ACCEL", "")
+    if forced == "tcg":
+        return tcg("forced by LAB_ACCEL=tcg")
+    if forced and forced != "kvm":
+        raise LabError(f"LAB_ACCEL={forced!r}: use kvm or tcg")
+    dev = kvm_device()
+    if not forced:
+        if not dev.exists():
+            return tcg(f"{dev} does not exist")
+        if not os.access(dev, os.R_OK | os.W_OK):
+            return tcg(f"{dev} is not readable and writable")
+
+    verdict = paths.cache_dir() / "accel.json"
+    key = {"boot_id": boot_id(), "qemu": qemu_binary(), "device": str(dev)}
+    if not forced and verdict.is_file():
+        saved = json.loads(verdict.read_text())
+        if saved.get("key") == key:
+            return Accel(**saved["accel"])
+    started = time.monotonic()
+    works, why = probe_kvm(kernel)
+    took = time.monotonic() - started
+    if works:
+        accel = Accel("kvm", f"KVM probe boot: {why} ({took:.1f} s)",
+                      ["-accel", "kvm", "-cpu", "host"])
+    elif forced:
+        raise LabError(f"LAB_ACCEL=kvm but KVM does not work: {why}")
+    else:
+        accel = tcg(f"{dev} exists but KVM is unusable: {why}; "
+                    f"fell back after {took:.1f} s")
+        warn(f"KVM unusable ({why}); using TCG")
+    verdict.parent.mkdir(parents=True, exist_ok=True)
+    verdict.write_text(json.dumps({"key": key, "accel": accel.as_dict()}))
+    return accel
+
+
+@dataclass
+class Machine:
+    kernel: Path
+    initrd: Path
+    share: Path                 # 9p folder: plan in, results out
+    accel: Accel
+    cpus: int = 2
+    memory_mb: int = 1024
+    append: str = ""
+    extra: list = field(default_factory=list)
+
+    def command(self) -> list:
+        cmdline = f"console=ttyS0 panic=-1 {self.append}".strip()
+        return [qemu_binary(), *self.accel.args,
+                "-smp", str(self.cpus), "-m", str(self.memory_mb),
+                "-nodefaults", "-no-reboot", "-display", "none",
+                "-serial", "stdio",
+                "-kernel", str(self.kernel), "-initrd", str(self.initrd),
+                "-append", cmdline,
+                "-fsdev", f"local,id=lab,path={self.share},"
+                          f"security_model=none",
+                "-device", "virtio-9p-pci,fsdev=lab,mount_tag=lab",
+                *self.extra]
+
+
+@dataclass
+class Outcome:
+    status: str        # "exited", "timeout"
+    exit_code: int
+    seconds: float
+    console: Path
+
+    def tail(self, n: int = 15) -> str:
+        try:
+            lines = self.console.read_text(errors="replace").splitlines()
+        except OSError:
+            return ""
+        return "\n".join(lines[-n:])
+
+
+def run(machine: Machine, console: Path, timeout: float) -> Outcome:
+    """Run the guest to its end, or kill it after `timeout` seconds.
+
+    The console goes straight to a file, so it survives whatever happens to
+    the guest or to this process.
+    """
+    started = time.monotonic()
+    with open(console, "wb") as out:
+        try:
+            proc = subprocess.Popen(machine.command(),
+                                    stdin=subprocess.DEVNULL, stdout=out,
+                                    stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+        except OSError as e:
+            raise LabError(f"cannot start QEMU ({qemu_binary()}): {e}; "
+                           f"install qemu-system-x86 (`make deps`)") from e
+        try:
+            code = proc.wait(timeout=timeout)
+            status = "exited"
+        except subprocess.TimeoutExpired:
+            kill_group(proc)
+            code = proc.wait()
+            status = "timeout"
+        except BaseException:
+            kill_group(proc)       # never leave a guest behind
+            raise
+    return Outcome(status, code, round(time.monotonic() - started, 2),
+                   console)
+
+
+def describe(machine: Machine) -> dict:
+    return {"command": shlex.join(machine.command()),
+            "accel": machine.accel.as_dict(),
+            "qemu_version": qemu_version(),
+            "host_cpu": host_cpu(),
+            "host_boot_id": boot_id()}

@@ -1,0 +1,21 @@
+"""Result files are written atomically: a reader sees all or nothing."""
+import json
+import os
+from pathlib import Path
+
+
+def write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def write_json(path: Path, data) -> None:
+    write_text(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def read_json(path: Path):
+    return json.loads(Path(path).read_text())

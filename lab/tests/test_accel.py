@@ -1,0 +1,75 @@
+"""Accelerator detection and fallback, with stand-in QEMU binaries."""
+import time
+
+import pytest
+
+from lab import qemu
+from lab.log import LabError
+
+
+def fake_qemu(tmp_path, body):
+    exe = tmp_path / "fake-qemu"
+    exe.write_text("#!/bin/sh\n" + body + "\n")
+    exe.chmod(0o755)
+    return exe
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    monkeypatch.setenv("LAB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("LAB_ACCEL", raising=False)
+    kvm = tmp_path / "kvm"
+    kvm.write_text("")
+    monkeypatch.setenv("LAB_KVM_DEVICE", str(kvm))
+    monkeypatch.setattr(qemu, "KVM_PROBE_SECONDS", 2)
+    return tmp_path
+
+
+def test_no_kvm_device_means_tcg(env, monkeypatch):
+    monkeypatch.setenv("LAB_KVM_DEVICE", str(env / "absent"))
+    a = qemu.choose_accel(env / "bzImage")
+    assert a.name == "tcg" and "does not exist" in a.reason
+    assert a.args == ["-accel", f"tcg,thread={qemu.TCG_THREAD}"]
+
+
+def test_hanging_kvm_falls_back_to_tcg_within_seconds(env, monkeypatch):
+    monkeypatch.setenv("LAB_QEMU", str(fake_qemu(env, "sleep 30")))
+    t = time.monotonic()
+    a = qemu.choose_accel(env / "bzImage")
+    assert time.monotonic() - t < 5
+    assert a.name == "tcg"
+    assert "KVM is unusable" in a.reason and "guest hangs" in a.reason
+
+
+def test_working_kvm_is_used(env, monkeypatch):
+    monkeypatch.setenv("LAB_QEMU", str(fake_qemu(
+        env, 'echo "Linux version 6.1.192-baseline"; echo "Kernel panic"')))
+    a = qemu.choose_accel(env / "bzImage")
+    assert a.name == "kvm" and a.args[:2] == ["-accel", "kvm"]
+
+
+def test_verdict_is_cached_for_this_host_boot(env, monkeypatch):
+    monkeypatch.setenv("LAB_QEMU", str(fake_qemu(env, "sleep 30")))
+    qemu.choose_accel(env / "bzImage")
+    t = time.monotonic()
+    assert qemu.choose_accel(env / "bzImage").name == "tcg"
+    assert time.monotonic() - t < 1       # no second probe
+
+
+def test_qemu_that_fails_at_once_is_not_kvm(env, monkeypatch):
+    monkeypatch.setenv("LAB_QEMU", str(fake_qemu(
+        env, 'echo "Could not access KVM kernel module"; exit 1')))
+    a = qemu.choose_accel(env / "bzImage")
+    assert a.name == "tcg" and "Could not access KVM" in a.reason
+
+
+def test_forced_accelerators(env, monkeypatch):
+    monkeypatch.setenv("LAB_ACCEL", "tcg")
+    assert qemu.choose_accel(env / "bzImage").name == "tcg"
+    monkeypatch.setenv("LAB_ACCEL", "kvm")
+    monkeypatch.setenv("LAB_QEMU", str(fake_qemu(env, "sleep 30")))
+    with pytest.raises(LabError, match="LAB_ACCEL=kvm but KVM does not"):
+        qemu.choose_accel(env / "bzImage")
+    monkeypatch.setenv("LAB_ACCEL", "hvf")
+    with pytest.raises(LabError, match="use kvm or tcg"):
+        qemu.choose_accel(env / "bzImage")

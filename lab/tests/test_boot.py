@@ -1,0 +1,57 @@
+"""Judging a guest run: panic, hang, early stop, plan failure, success."""
+from lab import boot, qemu
+
+
+def outcome(tmp_path, console, status="exited", code=0):
+    c = tmp_path / "console.log"
+    c.write_text(console)
+    return qemu.Outcome(status, code, 1.0, c)
+
+
+def test_panic_is_reported_with_its_lines(tmp_path):
+    o = outcome(tmp_path, "booting\nsoftirq: oops\nKernel panic - not "
+                          "syncing: Fatal exception in interrupt\n---[ end\n")
+    reason = boot.judge(o, tmp_path, 60)
+    assert reason.startswith("guest kernel panic:")
+    assert "Fatal exception in interrupt" in reason and "softirq: oops" \
+        in reason
+
+
+def test_hang_is_reported_with_console_tail(tmp_path):
+    o = outcome(tmp_path, "line1\nrcu: INFO: rcu_preempt self-detected "
+                          "stall\n", status="timeout", code=-9)
+    reason = boot.judge(o, tmp_path, 60)
+    assert reason.startswith("guest hung: killed by the watchdog after 60 s")
+    assert "self-detected stall" in reason
+
+
+def test_guest_that_stops_before_plan_end(tmp_path):
+    o = outcome(tmp_path, "lab-init: cannot mount the 9p share 'lab'\n")
+    assert "before the plan finished" in boot.judge(o, tmp_path, 60)
+
+
+def test_plan_failure_quotes_plan_log(tmp_path):
+    (tmp_path / "plan-exit").write_text("3\n")
+    (tmp_path / "plan.log").write_text("insmod: can't insert: Invalid "
+                                       "argument\n")
+    reason = boot.judge(outcome(tmp_path, "ok\n"), tmp_path, 60)
+    assert reason.startswith("plan failed with exit 3")
+    assert "Invalid argument" in reason
+
+
+def test_success(tmp_path):
+    (tmp_path / "plan-exit").write_text("0\n")
+    assert boot.judge(outcome(tmp_path, "fine\n"), tmp_path, 60) == ""
+
+
+def test_watchdog_kills_a_hung_qemu_and_keeps_the_console(tmp_path,
+                                                          monkeypatch):
+    exe = tmp_path / "fake-qemu"
+    exe.write_text("#!/bin/sh\necho 'Linux version 6.1.192'\nexec sleep 60\n")
+    exe.chmod(0o755)
+    monkeypatch.setenv("LAB_QEMU", str(exe))
+    m = qemu.Machine(kernel=tmp_path / "k", initrd=tmp_path / "i",
+                     share=tmp_path, accel=qemu.tcg("test"))
+    o = qemu.run(m, tmp_path / "console.log", timeout=1)
+    assert o.status == "timeout" and o.seconds < 5
+    assert "Linux version" in (tmp_path / "console.log").read_text()

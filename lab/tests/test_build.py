@@ -1,0 +1,126 @@
+"""Failed-patch reporting and rebuild skipping, on small real git trees."""
+import json
+import subprocess
+
+import pytest
+
+from lab import build, paths, source, variants
+from lab.log import LabError
+from lab.tests.conftest import make_variant
+
+GOOD = """\
+From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001
+From: A Developer <a@example.org>
+Date: Mon, 1 Jan 2024 00:00:00 +0000
+Subject: [PATCH] demo: change line three
+
+Signed-off-by: A Developer <a@example.org>
+---
+ demo.c | 2 +-
+ 1 file changed, 1 insertion(+), 1 deletion(-)
+
+diff --git a/demo.c b/demo.c
+--- a/demo.c
++++ b/demo.c
+@@ -1,5 +1,5 @@
+ one
+ two
+-three
++THREE
+ four
+ five
+"""
+
+# Second hunk's context does not exist in the tree.
+BROKEN = GOOD.replace("change line three", "touch two places") + """\
+@@ -20,3 +20,3 @@
+ twenty
+-twenty-one
++TWENTY-ONE
+ twenty-two
+"""
+
+
+@pytest.fixture
+def tree(tmp_path):
+    t = tmp_path / "tree"
+    t.mkdir()
+    (t / "demo.c").write_text("one\ntwo\nthree\nfour\nfive\n")
+    source.git(t, "init", "-q")
+    source.git(t, "add", "demo.c")
+    source.git(t, "commit", "-q", "-m", "base")
+    source.git(t, "tag", source.BASE_TAG)
+    return t
+
+
+def test_series_applies_with_git_am(tree, variant_root):
+    v = variants.load(make_variant(variant_root, "good", "good.patch\n",
+                                   {"good.patch": GOOD}))
+    build.apply_series(v, tree)
+    assert "THREE" in (tree / "demo.c").read_text()
+    log = source.git(tree, "log", "--format=%an|%s", "-1").stdout.strip()
+    assert log == "A Developer|demo: change line three"
+
+
+def test_failed_patch_names_variant_patch_file_and_hunk(tree, variant_root):
+    v = variants.load(make_variant(
+        variant_root, "mine", "broken.patch\n", {"broken.patch": BROKEN}))
+    with pytest.raises(LabError) as e:
+        build.apply_series(v, tree)
+    msg = str(e.value)
+    assert "variant mine: patch 1/1 broken.patch does not apply" in msg
+    assert "demo.c hunk #2 (@@ -20,3 +20,3 @@)" in msg
+    # The tree is left clean for the next attempt: no am in progress.
+    assert not (tree / ".git" / "rebase-apply").exists()
+
+
+def test_reapplying_resets_to_the_packaged_commit(tree, variant_root):
+    v = variants.load(make_variant(variant_root, "good", "good.patch\n",
+                                   {"good.patch": GOOD}))
+    build.apply_series(v, tree)
+    build.apply_series(v, tree)      # would conflict if not reset first
+    count = source.git(tree, "rev-list", "--count", "HEAD").stdout.strip()
+    assert count == "2"
+
+
+def test_up_to_date_variant_is_not_rebuilt(tmp_path, monkeypatch):
+    monkeypatch.setenv("LAB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(source, "unpacked_source",
+                        lambda: (tmp_path, "digest", "6.1.192"))
+
+    def no_make(*a, **k):
+        raise AssertionError("make was called for an up-to-date variant")
+    monkeypatch.setattr(build, "_make", no_make)
+    v = variants.select("baseline")[0]
+    h = v.content_hash("digest", build.RECIPE)
+    folder = paths.cache_dir() / "kernels" / h[:16]
+    folder.mkdir(parents=True)
+    (folder / "bzImage").write_bytes(b"kernel")
+    (folder / "build.json").write_text(json.dumps(
+        {"hash": h, "release": "6.1.192-baseline"}))
+    got = build.build(v)
+    assert got.image == folder / "bzImage"
+    # Any change of input misses the cache and reaches make.
+    monkeypatch.setattr(source, "unpacked_source",
+                        lambda: (tmp_path, "other-digest", "6.1.192"))
+    monkeypatch.setattr(build, "_worktree", lambda repo, name: tmp_path)
+    monkeypatch.setattr(build, "apply_series", lambda v, t: None)
+    with pytest.raises(AssertionError, match="make was called"):
+        build.build(v)
+
+
+def test_failed_hunk_for_missing_file(tmp_path):
+    p = tmp_path / "x.patch"
+    p.write_text(GOOD)
+    assert build.failed_hunk(p, "error: demo.c: does not exist in index") \
+        == "demo.c: file not in the tree"
+
+
+def test_git_am_is_the_tool(tree, variant_root):
+    """The series format is plain git: format-patch output round-trips."""
+    v = variants.load(make_variant(variant_root, "good", "good.patch\n",
+                                   {"good.patch": GOOD}))
+    build.apply_series(v, tree)
+    out = subprocess.run(["git", "-C", str(tree), "format-patch", "-1",
+                          "--stdout"], capture_output=True, text=True).stdout
+    assert "Subject: [PATCH] demo: change line three" in out
