@@ -20,7 +20,7 @@ from .log import LabError, info
 from .variants import Variant
 
 # Bump when the way a kernel is made changes (not what it is made from).
-RECIPE = "allnoconfig+fragments/x86_64/v1"
+RECIPE = "allnoconfig+fragments/x86_64/v2"
 ARCH = "x86_64"
 IMAGE = "arch/x86/boot/bzImage"
 
@@ -105,8 +105,10 @@ def _make(tree: Path, objdir: Path, *targets: str, log=None,
                KBUILD_BUILD_TIMESTAMP="2000-01-01",
                KBUILD_BUILD_USER="lab", KBUILD_BUILD_HOST="softirq-rt-lab")
     cc = "ccache gcc" if shutil.which("ccache") else "gcc"
+    # LOCALVERSION= (set, empty) stops setlocalversion from appending "+"
+    # for a git tree; the variant's name comes from CONFIG_LOCALVERSION.
     cmd = ["make", "-C", str(tree), f"O={objdir}", f"ARCH={ARCH}",
-           f"CC={cc}", f"-j{os.cpu_count() or 2}", *targets]
+           "LOCALVERSION=", f"CC={cc}", f"-j{os.cpu_count() or 2}", *targets]
     out = open(log, "a") if log else subprocess.DEVNULL
     try:
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,

@@ -21,7 +21,7 @@ from pathlib import Path
 from . import paths
 from .log import LabError, info, warn
 
-KVM_PROBE_SECONDS = float(os.environ.get("LAB_KVM_PROBE_SECONDS", "10"))
+KVM_PROBE_SECONDS = float(os.environ.get("LAB_KVM_PROBE_SECONDS", "6"))
 # Single-threaded TCG by default: under multi-threaded TCG the placement
 # effect under test vanished (shared/design/lab.md, measured).
 TCG_THREAD = os.environ.get("LAB_TCG_THREAD", "single")

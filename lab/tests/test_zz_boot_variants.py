@@ -1,0 +1,103 @@
+"""Boot tests: every variant builds, boots with 2 vCPUs, and is itself.
+
+Slow (cold: one kernel build per variant, about 8 minutes each on 2
+cores; warm: seconds per boot).  Named test_zz_* so the fast unit tests
+report first.
+"""
+import time
+
+import pytest
+
+from lab import boot, build, health, kconfig, paths, qemu, store, variants
+from lab.log import LabError
+from lab.tests.conftest import make_variant
+
+CPUS = 2
+ALL = variants.discover()
+
+
+@pytest.fixture(scope="module")
+def built():
+    return {v.name: build.build(v, i, len(ALL))
+            for i, v in enumerate(ALL, 1)}
+
+
+@pytest.fixture(scope="module")
+def accel(built):
+    return qemu.choose_accel(built["baseline"].image)
+
+
+@pytest.fixture(scope="module")
+def health_runs(built, accel):
+    runs = {}
+    for name, b in built.items():
+        run_dir = paths.BUILD_DIR / "test-runs" / "health" / name
+        record = boot.run_plan(b, health.PLAN, run_dir, accel,
+                               timeout=180, cpus=CPUS)
+        runs[name] = (run_dir, record)
+    return runs
+
+
+@pytest.mark.parametrize("name", [v.name for v in ALL])
+def test_variant_boots_and_is_itself(name, built, health_runs):
+    run_dir, record = health_runs[name]
+    assert health.check(built[name], run_dir, record, CPUS) == []
+    assert (run_dir / "kernel-release").read_text().strip() == \
+        built[name].meta["release"]
+    assert (run_dir / "cpus-online").read_text().strip() == "0-1"
+
+
+@pytest.mark.parametrize("name", [v.name for v in ALL])
+def test_run_records_provenance(name, health_runs):
+    record = store.read_json(health_runs[name][0] / "run.json")
+    assert record["status"] == "ok"
+    assert record["qemu"]["accel"]["name"] in ("kvm", "tcg")
+    assert record["qemu"]["accel"]["reason"]
+    assert "-smp 2" in record["qemu"]["command"]
+    assert record["qemu"]["host_cpu"] != ""
+    assert len(record["kernel"]["config_sha256"]) == 64
+    assert [p["name"] for p in record["kernel"]["patches"]] == \
+        [p.name for p in variants.select(name)[0].patches]
+    assert 0 < record["boot_to_init_s"] < 60
+
+
+def test_each_variants_switches_are_on_in_it_and_nowhere_else(health_runs):
+    booted = {name: kconfig.read_config(run_dir / "booted-config")
+              for name, (run_dir, _) in health_runs.items()}
+    for v in ALL:
+        requests = kconfig.parse_fragment(v.config)
+        assert kconfig.mismatches(booted[v.name], requests) == []
+        switches = [r for r in requests if r.value != "n"]
+        for other in booted:
+            if other != v.name and switches:
+                assert kconfig.mismatches(booted[other], switches), \
+                    f"{other} carries {v.name}'s switches"
+    aware = {n for n, c in booted.items()
+             if c.get("CONFIG_RT_SOFTIRQ_AWARE_SCHED") == "y"}
+    assert aware == {"stultz-v5"}
+
+
+def test_second_build_skips_every_rebuild(built, capsys):
+    for i, v in enumerate(ALL, 1):
+        started = time.monotonic()
+        again = build.build(v, i, len(ALL))
+        assert time.monotonic() - started < 10
+        assert again.meta["hash"] == built[v.name].meta["hash"]
+    assert capsys.readouterr().out.count("up to date") == len(ALL)
+
+
+def test_broken_patch_on_the_packaged_tree_is_named(variant_root):
+    patch = (paths.VARIANTS_DIR / "stultz-v5" / "series").parent / \
+        "0003-softirq-defer-softirq-processing-to-ksoftirqd-if-CPU.patch"
+    text = patch.read_text().replace(
+        "\tpending = local_softirq_pending();\n+\tdeferred",
+        "\tpending = local_softirq_pending_BROKEN();\n+\tdeferred")
+    assert "BROKEN" in text
+    v = variants.load(make_variant(variant_root, "lab-test-broken",
+                                   "broken.patch\n", {"broken.patch": text}))
+    with pytest.raises(LabError) as e:
+        build.build(v)
+    msg = str(e.value)
+    assert "variant lab-test-broken: patch 1/1 broken.patch does not " \
+           "apply" in msg
+    assert "kernel/softirq.c hunk #" in msg
