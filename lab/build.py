@@ -44,6 +44,20 @@ class Built:
         return Path(self.meta["objdir"])
 
 
+# A cold variant: a 1.5 GB worktree and 0.25 GB of objects, with margin.
+NEEDED_GB = 3
+
+
+def check_disk(folder: Path, needed_gb: float) -> None:
+    """Fail before a long step that would fill the disk half way."""
+    folder.mkdir(parents=True, exist_ok=True)
+    free = shutil.disk_usage(folder).free / 2**30
+    if free < needed_gb:
+        raise LabError(f"not enough disk space in {folder}: {free:.1f} GB "
+                       f"free, a variant build needs about {needed_gb} GB "
+                       f"(set LAB_CACHE to use another disk)")
+
+
 def _sha256(path: Path) -> str:
     import hashlib
     return hashlib.sha256(path.read_bytes()).hexdigest()
@@ -172,6 +186,7 @@ def build(variant: Variant, index: int = 1, total: int = 1,
              f"{content_hash[:12]})")
         return hit
 
+    check_disk(paths.cache_dir(), NEEDED_GB)
     started = time.monotonic()
     tree = _worktree(repo, variant.name)
     objdir = paths.cache_dir() / "obj" / variant.name
@@ -194,7 +209,7 @@ def build(variant: Variant, index: int = 1, total: int = 1,
             info(f"{label}: compiling, {compiled[0]} objects, "
                  f"{s // 60}:{s % 60:02d} elapsed")
 
-    info(f"{label}: compiling (cold: about 5 minutes on 2 cores)")
+    info(f"{label}: compiling (cold: about 8 minutes on 2 cores)")
     _make(tree, objdir, "all", log=log, progress=progress)
 
     release = (objdir / "include/config/kernel.release").read_text().strip()

@@ -124,3 +124,12 @@ def test_git_am_is_the_tool(tree, variant_root):
     out = subprocess.run(["git", "-C", str(tree), "format-patch", "-1",
                           "--stdout"], capture_output=True, text=True).stdout
     assert "Subject: [PATCH] demo: change line three" in out
+
+
+def test_full_disk_is_refused_before_building(tmp_path, monkeypatch):
+    class Usage:
+        free = 512 * 2**20
+    monkeypatch.setattr(build.shutil, "disk_usage", lambda p: Usage)
+    with pytest.raises(LabError, match=r"not enough disk space in .*: 0.5 "
+                                       r"GB free, a variant build needs"):
+        build.check_disk(tmp_path, build.NEEDED_GB)
