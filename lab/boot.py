@@ -5,7 +5,6 @@ run.json: provenance (variant, patch and config hashes, QEMU command line,
 accelerator, host CPU) and the outcome.  A run ends "ok" or "failed" with a
 reason that quotes the console (panic lines, last lines before a hang).
 """
-import shutil
 import time
 from pathlib import Path
 
@@ -47,16 +46,31 @@ def judge(outcome: qemu.Outcome, run_dir: Path, timeout: float) -> str:
     return ""
 
 
+def plan_script(plan: Path, env: dict) -> str:
+    """The plan as the guest runs it: its parameters, then its body."""
+    lines = [f"# {plan.name}, as handed to the guest"]
+    for key, value in (env or {}).items():
+        if not key.isidentifier():
+            raise LabError(f"plan {plan.name}: bad parameter name {key!r}")
+        quoted = str(value).replace("'", "'\\''")
+        lines.append(f"{key}='{quoted}'")
+    return "\n".join(lines) + "\n" + plan.read_text()
+
+
 def run_plan(built: Built, plan: Path, run_dir: Path, accel: qemu.Accel,
              timeout: float = 120, cpus: int = 2, extra_args=(),
-             initrd: Path = None, context: dict = None) -> dict:
-    """Boot `built` with `plan`; return run.json's content (also saved)."""
+             initrd: Path = None, env: dict = None,
+             context: dict = None) -> dict:
+    """Boot `built` with `plan`; return run.json's content (also saved).
+
+    `env` becomes shell variables at the top of the guest's plan.sh.
+    """
     if not plan.is_file():
         raise LabError(f"plan {plan} not found")
     run_dir.mkdir(parents=True, exist_ok=True)
     for stale in ("plan-exit", "plan.log", "run.json"):
         (run_dir / stale).unlink(missing_ok=True)
-    shutil.copy(plan, run_dir / "plan.sh")
+    store.write_text(run_dir / "plan.sh", plan_script(plan, env))
     machine = qemu.Machine(kernel=built.image,
                            initrd=initrd or initramfs.build(),
                            share=run_dir, accel=accel, cpus=cpus,
@@ -67,6 +81,7 @@ def run_plan(built: Built, plan: Path, run_dir: Path, accel: qemu.Accel,
                    ("release", "hash", "patches", "config_sha256",
                     "kernel_version", "source_tarball_sha256")},
         "plan": plan.name,
+        "plan_env": dict(env or {}),
         "cpus": cpus,
         "qemu": qemu.describe(machine),
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

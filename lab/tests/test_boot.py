@@ -1,5 +1,10 @@
 """Judging a guest run: panic, hang, early stop, plan failure, success."""
+import subprocess
+
+import pytest
+
 from lab import boot, qemu
+from lab.log import LabError
 
 
 def outcome(tmp_path, console, status="exited", code=0):
@@ -55,3 +60,19 @@ def test_watchdog_kills_a_hung_qemu_and_keeps_the_console(tmp_path,
     o = qemu.run(m, tmp_path / "console.log", timeout=1)
     assert o.status == "timeout" and o.seconds < 5
     assert "Linux version" in (tmp_path / "console.log").read_text()
+
+
+def test_plan_parameters_are_quoted_shell_variables(tmp_path):
+    plan = tmp_path / "p.sh"
+    plan.write_text('echo "$SPIN_US $NOTE"\n')
+    script = boot.plan_script(plan, {"SPIN_US": 5000, "NOTE": "it's"})
+    out = subprocess.run(["sh", "-c", script], capture_output=True,
+                         text=True).stdout
+    assert out == "5000 it's\n"
+
+
+def test_plan_parameter_names_are_checked(tmp_path):
+    plan = tmp_path / "p.sh"
+    plan.write_text("true\n")
+    with pytest.raises(LabError, match="bad parameter name 'A B'"):
+        boot.plan_script(plan, {"A B": 1})

@@ -1,0 +1,67 @@
+"""Build the lab's own guest code: the test module and the probe.
+
+The module is built against each variant's own tree and objects (it must
+match the kernel it is loaded into); the probe is ordinary userspace C,
+built once.  Sources are copied into the cache and built there, so the
+checkout stays clean, and each result is cached by the content of its
+sources and, for the module, of the kernel it is built for.
+"""
+import hashlib
+import shutil
+import subprocess
+from pathlib import Path
+
+from . import build, paths
+from .log import LabError, info
+
+MODULE_SRC = paths.GUEST_DIR / "softirq_load"
+MODULE_NAME = "softirq_load.ko"
+PROBE_SRC = paths.GUEST_DIR / "probe"
+PROBE_NAME = "softirq_probe"
+
+
+def source_hash(folder: Path) -> str:
+    h = hashlib.sha256()
+    for f in sorted(folder.rglob("*")):
+        if f.is_file() and not f.name.endswith((".o", ".ko", ".cmd")):
+            h.update(str(f.relative_to(folder)).encode() + b"\0")
+            h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def _build_in_copy(src: Path, dest: Path, command, product: str,
+                   what: str) -> Path:
+    """Copy src to dest, run command(copy) there, keep dest/product."""
+    if (dest / product).is_file():
+        return dest / product
+    info(f"building {what}")
+    tmp = dest.with_name(dest.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(src, tmp)
+    r = subprocess.run(command(tmp), capture_output=True, text=True)
+    if r.returncode != 0 or not (tmp / product).is_file():
+        tail = "\n  ".join((r.stdout + r.stderr).strip().splitlines()[-20:])
+        raise LabError(f"building {what} failed:\n  {tail}")
+    shutil.rmtree(dest, ignore_errors=True)
+    tmp.rename(dest)
+    return dest / product
+
+
+def module(built: build.Built) -> Path:
+    """softirq_load.ko built against one variant's kernel."""
+    key = source_hash(MODULE_SRC)[:12] + "-" + built.meta["hash"][:12]
+    dest = paths.cache_dir() / "modules" / built.variant / key
+    return _build_in_copy(
+        MODULE_SRC, dest,
+        lambda tmp: ["make", "-C", str(built.tree), f"O={built.objdir}",
+                     f"ARCH={build.ARCH}", "LOCALVERSION=", f"M={tmp}",
+                     "modules"],
+        MODULE_NAME, f"{MODULE_NAME} for variant {built.variant}")
+
+
+def probe() -> Path:
+    """The softirq_probe binary (the same for every variant)."""
+    dest = paths.cache_dir() / "probe" / source_hash(PROBE_SRC)[:16]
+    return _build_in_copy(PROBE_SRC, dest,
+                          lambda tmp: ["make", "-C", str(tmp)],
+                          PROBE_NAME, PROBE_NAME)
