@@ -97,6 +97,7 @@ def failed_hunk(patch: Path, stderr: str) -> str:
 
 
 def apply_series(variant: Variant, tree: Path) -> None:
+    _tree_mark(tree).unlink(missing_ok=True)
     source.git(tree, "am", "--abort", check=False)
     source.git(tree, "reset", "-q", "--hard", source.BASE_TAG)
     source.git(tree, "clean", "-q", "-fd")
@@ -109,6 +110,29 @@ def apply_series(variant: Variant, tree: Path) -> None:
                 f"variant {variant.name}: patch {i}/{len(variant.patches)} "
                 f"{patch.name} does not apply to the packaged source: "
                 f"{where}\n  ({patch})")
+
+
+def _tree_mark(tree: Path) -> Path:
+    gitdir = source.git(tree, "rev-parse", "--git-dir").stdout.strip()
+    return (tree / gitdir / "lab-content-hash").resolve()
+
+
+def mark_tree(tree: Path, content_hash: str) -> None:
+    _tree_mark(tree).write_text(content_hash + "\n")
+
+
+def ensure_tree(variant: Variant, built: "Built") -> None:
+    """Put the variant's series back in its tree if the tree moved on.
+
+    External modules compile against the tree's headers; a tree left at
+    another state (a failed or newer series) would give a module that does
+    not match the cached kernel.
+    """
+    mark = _tree_mark(built.tree)
+    if mark.is_file() and mark.read_text().strip() == built.meta["hash"]:
+        return
+    apply_series(variant, built.tree)
+    mark_tree(built.tree, built.meta["hash"])
 
 
 def _make(tree: Path, objdir: Path, *targets: str, log=None,
@@ -195,6 +219,7 @@ def build(variant: Variant, index: int = 1, total: int = 1,
     log.write_text("")
     info(f"{label}: applying {len(variant.patches)} patch(es)")
     apply_series(variant, tree)
+    mark_tree(tree, content_hash)
     info(f"{label}: configuring")
     config = configure(variant, tree, objdir, log)
 

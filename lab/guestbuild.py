@@ -47,8 +47,9 @@ def _build_in_copy(src: Path, dest: Path, command, product: str,
     return dest / product
 
 
-def module(built: build.Built) -> Path:
+def module(variant, built: build.Built) -> Path:
     """softirq_load.ko built against one variant's kernel."""
+    build.ensure_tree(variant, built)
     key = source_hash(MODULE_SRC)[:12] + "-" + built.meta["hash"][:12]
     dest = paths.cache_dir() / "modules" / built.variant / key
     return _build_in_copy(

@@ -91,7 +91,7 @@ def test_up_to_date_variant_is_not_rebuilt(tmp_path, monkeypatch):
     def no_make(*a, **k):
         raise AssertionError("make was called for an up-to-date variant")
     monkeypatch.setattr(build, "_make", no_make)
-    v = variants.select("baseline")[0]
+    v = variants.load(paths.VARIANTS_DIR / "baseline")
     h = v.content_hash("digest", build.RECIPE)
     folder = paths.cache_dir() / "kernels" / h[:16]
     folder.mkdir(parents=True)
@@ -105,6 +105,7 @@ def test_up_to_date_variant_is_not_rebuilt(tmp_path, monkeypatch):
                         lambda: (tmp_path, "other-digest", "6.1.192"))
     monkeypatch.setattr(build, "_worktree", lambda repo, name: tmp_path)
     monkeypatch.setattr(build, "apply_series", lambda v, t: None)
+    monkeypatch.setattr(build, "mark_tree", lambda t, h: None)
     with pytest.raises(AssertionError, match="make was called"):
         build.build(v)
 
@@ -133,3 +134,21 @@ def test_full_disk_is_refused_before_building(tmp_path, monkeypatch):
     with pytest.raises(LabError, match=r"not enough disk space in .*: 0.5 "
                                        r"GB free, a variant build needs"):
         build.check_disk(tmp_path, build.NEEDED_GB)
+
+
+def test_tree_left_elsewhere_is_reset_to_the_series(tree, variant_root):
+    v = variants.load(make_variant(variant_root, "good", "good.patch\n",
+                                   {"good.patch": GOOD}))
+    built = build.Built("good", tree, {"hash": "h1", "tree": str(tree)})
+    build.ensure_tree(v, built)              # no mark yet: applies
+    assert "THREE" in (tree / "demo.c").read_text()
+    broken = variants.load(make_variant(variant_root, "bad", "b.patch\n",
+                                        {"b.patch": BROKEN}))
+    with pytest.raises(LabError):
+        build.apply_series(broken, tree)     # leaves the tree reset
+    build.ensure_tree(v, built)              # so the series goes back
+    assert "THREE" in (tree / "demo.c").read_text()
+    build.mark_tree(tree, "other")
+    source.git(tree, "reset", "-q", "--hard", source.BASE_TAG)
+    build.ensure_tree(v, built)              # another variant's mark
+    assert "THREE" in (tree / "demo.c").read_text()
