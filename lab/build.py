@@ -6,6 +6,8 @@ cache/kernels/<content hash>/.  The hash covers the source tarball, the
 common and variant fragments and the patches, so an unchanged variant is
 never rebuilt, and a fresh clone finds the images its twin already built.
 """
+import contextlib
+import fcntl
 import json
 import os
 import re
@@ -198,9 +200,32 @@ def cached(variant: Variant, content_hash: str):
     return None
 
 
+@contextlib.contextmanager
+def locked(name: str):
+    """One build of a variant at a time, across processes.
+
+    Two builds in one worktree and O= folder would reset each other's
+    patches and config half way; the second waits for the first.
+    """
+    lock_dir = paths.cache_dir() / "locks"
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    with open(lock_dir / f"{name}.lock", "w") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            info(f"variant {name}: waiting for another build of it")
+            fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
 def build(variant: Variant, index: int = 1, total: int = 1,
           force: bool = False) -> Built:
     """Return the variant's kernel, building it only if its inputs changed."""
+    with locked(variant.name):
+        return _build(variant, index, total, force)
+
+
+def _build(variant: Variant, index: int, total: int, force: bool) -> Built:
     repo, digest, version = source.unpacked_source()
     content_hash = variant.content_hash(digest, RECIPE)
     label = f"variant {index}/{total} {variant.name}"

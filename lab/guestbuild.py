@@ -11,7 +11,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from . import build, paths
+from . import build, initramfs, paths
 from .log import LabError, info
 
 MODULE_SRC = paths.GUEST_DIR / "softirq_load"
@@ -49,7 +49,12 @@ def _build_in_copy(src: Path, dest: Path, command, product: str,
 
 def module(variant, built: build.Built) -> Path:
     """softirq_load.ko built against one variant's kernel."""
-    build.ensure_tree(variant, built)
+    with build.locked(variant.name):
+        build.ensure_tree(variant, built)
+        return _module(built)
+
+
+def _module(built: build.Built) -> Path:
     key = source_hash(MODULE_SRC)[:12] + "-" + built.meta["hash"][:12]
     dest = paths.cache_dir() / "modules" / built.variant / key
     return _build_in_copy(
@@ -66,3 +71,11 @@ def probe() -> Path:
     return _build_in_copy(PROBE_SRC, dest,
                           lambda tmp: ["make", "-C", str(tmp)],
                           PROBE_NAME, PROBE_NAME)
+
+
+def initrd(variant, built: build.Built) -> Path:
+    """The variant's initramfs: the common guest plus its module and probe."""
+    return initramfs.build(extra={"lib/modules/" + MODULE_NAME:
+                                  module(variant, built),
+                                  "usr/bin/" + PROBE_NAME: probe()},
+                           name=variant.name)

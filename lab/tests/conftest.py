@@ -24,3 +24,23 @@ def make_variant(root, name, series="", patches=None, config="",
     for pname, text in (patches or {}).items():
         (folder / pname).write_text(text)
     return folder
+
+
+@pytest.fixture(scope="session")
+def all_variants():
+    from lab import variants
+    return variants.discover()
+
+
+@pytest.fixture(scope="session")
+def built(all_variants):
+    """Every variant's kernel (cached: built only if its inputs changed)."""
+    from lab import build
+    return {v.name: build.build(v, i, len(all_variants))
+            for i, v in enumerate(all_variants, 1)}
+
+
+@pytest.fixture(scope="session")
+def accel(built):
+    from lab import qemu
+    return qemu.choose_accel(built["baseline"].image)

@@ -152,3 +152,16 @@ def test_tree_left_elsewhere_is_reset_to_the_series(tree, variant_root):
     source.git(tree, "reset", "-q", "--hard", source.BASE_TAG)
     build.ensure_tree(v, built)              # another variant's mark
     assert "THREE" in (tree / "demo.c").read_text()
+
+
+def test_builds_of_one_variant_are_serialised(tmp_path, monkeypatch):
+    import fcntl
+    monkeypatch.setenv("LAB_CACHE", str(tmp_path))
+    with build.locked("v1"):
+        with open(tmp_path / "locks" / "v1.lock", "w") as other:
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with build.locked("v2"):          # other variants are not held up
+            pass
+    with open(tmp_path / "locks" / "v1.lock", "w") as other:
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)

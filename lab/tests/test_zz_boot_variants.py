@@ -8,23 +8,12 @@ import time
 
 import pytest
 
-from lab import boot, build, health, kconfig, paths, qemu, store, variants
+from lab import boot, build, health, kconfig, paths, store, variants
 from lab.log import LabError
 from lab.tests.conftest import make_variant
 
 CPUS = 2
 ALL = variants.discover()
-
-
-@pytest.fixture(scope="module")
-def built():
-    return {v.name: build.build(v, i, len(ALL))
-            for i, v in enumerate(ALL, 1)}
-
-
-@pytest.fixture(scope="module")
-def accel(built):
-    return qemu.choose_accel(built["baseline"].image)
 
 
 @pytest.fixture(scope="module")

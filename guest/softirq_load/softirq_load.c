@@ -1,0 +1,1026 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * softirq_load - real softirq work of a chosen vector on a chosen CPU.
+ *
+ * A hard-irq hrtimer pinned to one CPU starts, at each trigger, a chain of
+ * handler runs in every selected vector.  Each run busy-waits for a set time
+ * and then raises its vector again for the next run, up to "burst" runs per
+ * trigger, so every run is one pass of the vector through the softirq loop.
+ * The work goes through the interfaces drivers use, so it lands in the
+ * vector a driver's work would land in:
+ *
+ *   block     ->complete() of a request on a blk-mq queue with one hardware
+ *             queue, signalled with blk_mq_complete_request(): BLOCK_SOFTIRQ
+ *   net_rx    NAPI poll, napi_schedule(): NET_RX_SOFTIRQ
+ *   irq_poll  irq_poll callback, irq_poll_sched(): IRQ_POLL_SOFTIRQ
+ *   tasklet   tasklet, tasklet_schedule(): TASKLET_SOFTIRQ
+ *   hi        tasklet, tasklet_hi_schedule(): HI_SOFTIRQ
+ *   storm     tasklet and hi together
+ *
+ * Triggers come from a periodic timer (period_us > 0) or from writes to
+ * debugfs softirq_load/trigger.  Counters are in debugfs softirq_load/.
+ */
+
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/atomic.h>
+#include <linux/blk-mq.h>
+#include <linux/blkdev.h>
+#include <linux/cpumask.h>
+#include <linux/debugfs.h>
+#include <linux/hrtimer.h>
+#include <linux/interrupt.h>
+#include <linux/irq_poll.h>
+#include <linux/kernel.h>
+#include <linux/ktime.h>
+#include <linux/list.h>
+#include <linux/minmax.h>
+#include <linux/module.h>
+#include <linux/netdevice.h>
+#include <linux/sched.h>
+#include <linux/sched/rt.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/smp.h>
+#include <linux/spinlock.h>
+#include <linux/string.h>
+#include <linux/uaccess.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
+
+#define SL_MAX_SPIN_US		100000U
+#define SL_MAX_BURST		1000U
+#define SL_MIN_PERIOD_US	100U
+#define SL_MAX_PERIOD_US	10000000U
+#define SL_MAX_DELAY_US		10000000ULL
+/* = irq_poll_budget in lib/irq_poll.c: one poll per IRQ_POLL_SOFTIRQ run */
+#define SL_IRQ_POLL_WEIGHT	256
+/* requests wait for their trigger; do not let blk-mq time them out early */
+#define SL_BLK_TIMEOUT		(3600 * HZ)
+
+static char *sl_vector_param = "block";
+module_param_named(vector, sl_vector_param, charp, 0444);
+MODULE_PARM_DESC(vector,
+		 "comma-separated list of block, net_rx, irq_poll, tasklet, hi; storm = tasklet,hi (default block)");
+
+static unsigned int sl_spin_us = 5000;
+module_param_named(spin_us, sl_spin_us, uint, 0444);
+MODULE_PARM_DESC(spin_us,
+		 "busy time of one block, net_rx or irq_poll handler run in us, 1..100000 (default 5000)");
+
+static unsigned int sl_storm_spin_us = 100;
+module_param_named(storm_spin_us, sl_storm_spin_us, uint, 0444);
+MODULE_PARM_DESC(storm_spin_us,
+		 "busy time of one tasklet or hi handler run in us, 1..100000 (default 100)");
+
+static unsigned int sl_period_us;
+module_param_named(period_us, sl_period_us, uint, 0444);
+MODULE_PARM_DESC(period_us,
+		 "trigger period in us; 0 = on demand only (default); else 100..10000000 and at least the longest selected spin");
+
+static int sl_cpu;
+module_param_named(cpu, sl_cpu, int, 0444);
+MODULE_PARM_DESC(cpu, "CPU the trigger timer and the handlers run on, must be online (default 0)");
+
+static unsigned int sl_burst = 1;
+module_param_named(burst, sl_burst, uint, 0444);
+MODULE_PARM_DESC(burst,
+		 "handler runs per trigger in each selected vector, each raising the vector again, 1..1000 (default 1)");
+
+enum sl_vec_id {
+	SL_BLOCK,
+	SL_NET_RX,
+	SL_IRQ_POLL,
+	SL_TASKLET,
+	SL_HI,
+	SL_NR_VEC
+};
+
+enum sl_ctr {
+	SL_TRIGGERS,		/* chains started */
+	SL_MISSED,		/* triggers that found the last chain running */
+	SL_SHORT,		/* chains ended early: no request ready */
+	SL_RUNS,		/* handler runs */
+	SL_TOTAL_NS,		/* time inside handlers */
+	SL_MAX_NS,		/* longest handler run */
+	SL_INLINE,		/* runs not in ksoftirqd: irq exit, bh enable */
+	SL_KSOFTIRQD,		/* runs in ksoftirqd */
+	SL_INLINE_IDLE,		/* inline runs on top of the idle task */
+	SL_INLINE_RT,		/* inline runs on top of an RT task */
+	SL_WRONG_CTX,		/* runs outside softirq context */
+	SL_WRONG_CPU,		/* runs on another CPU than cpu= */
+	SL_DELAY_TOTAL_NS,	/* trigger to first run of its chain, summed */
+	SL_DELAY_MAX_NS,	/* trigger to first run of its chain, longest */
+	SL_NR_CTR
+};
+
+static const char * const sl_ctr_names[SL_NR_CTR] = {
+	[SL_TRIGGERS]		= "triggers",
+	[SL_MISSED]		= "missed",
+	[SL_SHORT]		= "short",
+	[SL_RUNS]		= "runs",
+	[SL_TOTAL_NS]		= "total_ns",
+	[SL_MAX_NS]		= "max_ns",
+	[SL_INLINE]		= "inline",
+	[SL_KSOFTIRQD]		= "ksoftirqd",
+	[SL_INLINE_IDLE]	= "inline_idle",
+	[SL_INLINE_RT]		= "inline_rt",
+	[SL_WRONG_CTX]		= "wrong_ctx",
+	[SL_WRONG_CPU]		= "wrong_cpu",
+	[SL_DELAY_TOTAL_NS]	= "delay_total_ns",
+	[SL_DELAY_MAX_NS]	= "delay_max_ns",
+};
+
+/* debugfs index of the "fires" counter, after the per-vector ones */
+#define SL_FIRES		SL_NR_CTR
+
+struct sl_vec {
+	const char *name;
+	unsigned int enabled;		/* selected with vector= */
+	unsigned int ready;		/* set up, needs tearing down */
+	u64 spin_ns;			/* busy time of one run */
+	atomic_t active;		/* a chain of this vector is running */
+	/* written by the trigger, then by the chain's runs, all on cpu= */
+	unsigned int left;		/* runs left in the chain */
+	unsigned int first;		/* the next run is the chain's first */
+	u64 trig_ns;			/* when the chain was triggered */
+	/* under sl_stats_lock */
+	u64 ctr[SL_NR_CTR];
+	int last_cpu;
+	struct tasklet_struct tasklet;	/* tasklet and hi only */
+};
+
+static struct sl_vec sl_vecs[SL_NR_VEC] = {
+	[SL_BLOCK]	= { .name = "block" },
+	[SL_NET_RX]	= { .name = "net_rx" },
+	[SL_IRQ_POLL]	= { .name = "irq_poll" },
+	[SL_TASKLET]	= { .name = "tasklet" },
+	[SL_HI]		= { .name = "hi" },
+};
+
+static DEFINE_SPINLOCK(sl_stats_lock);	/* counters, last CPU, fires */
+static u64 sl_fires;			/* timer expiries */
+static int sl_last_cpu = -1;		/* CPU of the last handler run */
+
+static bool sl_stopping;		/* unloading: start nothing new */
+static char sl_vector_str[64];		/* the selected vectors, normalised */
+static u64 sl_period_ns;
+
+static struct hrtimer sl_period_timer;
+static struct hrtimer sl_oneshot_timer;
+static struct dentry *sl_dir;
+
+/* block */
+struct sl_cmd {
+	struct list_head node;		/* on sl_blk_ready while waiting */
+};
+
+static DEFINE_SPINLOCK(sl_blk_lock);	/* sl_blk_ready, sl_stopping writes */
+static LIST_HEAD(sl_blk_ready);		/* started requests, not completed */
+static struct blk_mq_tag_set sl_tag_set;
+static struct request_queue *sl_blk_q;
+static unsigned int sl_blk_stock;	/* requests kept in flight */
+static atomic_t sl_blk_inflight = ATOMIC_INIT(0);
+static DECLARE_WAIT_QUEUE_HEAD(sl_blk_waitq);
+static void sl_blk_refill(struct work_struct *work);
+static DECLARE_WORK(sl_blk_refill_work, sl_blk_refill);
+
+/* net_rx */
+static struct net_device *sl_ndev;
+static struct napi_struct sl_napi;
+
+/* irq_poll */
+static struct irq_poll sl_iop;
+
+/*
+ * The per-CPU ksoftirqd pointer is not exported to modules, so recognise the
+ * thread by its flag and name: "ksoftirqd/N" is bound to CPU N.
+ */
+static bool sl_in_ksoftirqd(void)
+{
+	return (current->flags & PF_KTHREAD) &&
+	       !strncmp(current->comm, "ksoftirqd/", 10);
+}
+
+/*
+ * One handler run: busy-wait, count, and say whether the chain goes on.
+ * Runs in softirq context on cpu= (in hard irq only if blk-mq completed a
+ * request directly, which wrong_ctx shows).
+ */
+static bool sl_run(struct sl_vec *v)
+{
+	int cpu = smp_processor_id();
+	unsigned long flags;
+	u64 start, now, dur;
+	u64 *c = v->ctr;
+
+	start = ktime_get_ns();
+	do {
+		cpu_relax();
+		now = ktime_get_ns();
+	} while (now - start < v->spin_ns);
+	dur = now - start;
+
+	spin_lock_irqsave(&sl_stats_lock, flags);
+	c[SL_RUNS]++;
+	c[SL_TOTAL_NS] += dur;
+	c[SL_MAX_NS] = max(c[SL_MAX_NS], dur);
+	if (!in_serving_softirq()) {
+		c[SL_WRONG_CTX]++;
+	} else if (sl_in_ksoftirqd()) {
+		c[SL_KSOFTIRQD]++;
+	} else {
+		c[SL_INLINE]++;
+		if (is_idle_task(current))
+			c[SL_INLINE_IDLE]++;
+		else if (rt_task(current))
+			c[SL_INLINE_RT]++;
+	}
+	if (cpu != sl_cpu)
+		c[SL_WRONG_CPU]++;
+	if (v->first) {
+		u64 delay = start > v->trig_ns ? start - v->trig_ns : 0;
+
+		c[SL_DELAY_TOTAL_NS] += delay;
+		c[SL_DELAY_MAX_NS] = max(c[SL_DELAY_MAX_NS], delay);
+		v->first = 0;
+	}
+	v->last_cpu = cpu;
+	sl_last_cpu = cpu;
+	spin_unlock_irqrestore(&sl_stats_lock, flags);
+
+	if (v->left)
+		v->left--;
+	return v->left && !READ_ONCE(sl_stopping);
+}
+
+static void sl_count(struct sl_vec *v, enum sl_ctr ctr)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&sl_stats_lock, flags);
+	v->ctr[ctr]++;
+	spin_unlock_irqrestore(&sl_stats_lock, flags);
+}
+
+/* The chain is over: the next trigger may start another. */
+static void sl_chain_end(struct sl_vec *v)
+{
+	/* release: the chain's updates of v come before the next trigger's */
+	atomic_set_release(&v->active, 0);
+}
+
+/* ---- block: blk-mq completion in BLOCK_SOFTIRQ ---- */
+
+static struct request *sl_blk_pop(void)
+{
+	struct sl_cmd *cmd = NULL;
+	unsigned long flags;
+
+	spin_lock_irqsave(&sl_blk_lock, flags);
+	if (!sl_stopping && !list_empty(&sl_blk_ready)) {
+		cmd = list_first_entry(&sl_blk_ready, struct sl_cmd, node);
+		list_del_init(&cmd->node);
+	}
+	spin_unlock_irqrestore(&sl_blk_lock, flags);
+	return cmd ? blk_mq_rq_from_pdu(cmd) : NULL;
+}
+
+/*
+ * With one hardware queue mapping several CPUs and rq_affinity off,
+ * blk_mq_complete_request() queues the request on this CPU's completion
+ * list and raises BLOCK_SOFTIRQ, whose handler calls ->complete().
+ */
+static bool sl_blk_kick(void)
+{
+	struct request *rq = sl_blk_pop();
+
+	if (!rq)
+		return false;
+	blk_mq_complete_request(rq);
+	return true;
+}
+
+static blk_status_t sl_blk_queue_rq(struct blk_mq_hw_ctx *hctx,
+				    const struct blk_mq_queue_data *bd)
+{
+	struct request *rq = bd->rq;
+	struct sl_cmd *cmd = blk_mq_rq_to_pdu(rq);
+	blk_status_t ret = BLK_STS_OK;
+	unsigned long flags;
+
+	blk_mq_start_request(rq);
+	spin_lock_irqsave(&sl_blk_lock, flags);
+	if (sl_stopping)
+		ret = BLK_STS_IOERR;
+	else
+		list_add_tail(&cmd->node, &sl_blk_ready);
+	spin_unlock_irqrestore(&sl_blk_lock, flags);
+	return ret;
+}
+
+static void sl_blk_complete(struct request *rq)
+{
+	struct sl_vec *v = &sl_vecs[SL_BLOCK];
+	struct request *next = NULL;
+	bool more = sl_run(v);
+
+	blk_mq_end_request(rq, BLK_STS_OK);
+	/* never recurse if blk-mq called us from hard irq */
+	if (more && in_serving_softirq())
+		next = sl_blk_pop();
+	if (next) {
+		/* the next run: raises BLOCK_SOFTIRQ again */
+		blk_mq_complete_request(next);
+		return;
+	}
+	if (more)
+		sl_count(v, SL_SHORT);
+	sl_chain_end(v);
+}
+
+static enum blk_eh_timer_return sl_blk_timeout(struct request *rq)
+{
+	return BLK_EH_RESET_TIMER;
+}
+
+static const struct blk_mq_ops sl_mq_ops = {
+	.queue_rq	= sl_blk_queue_rq,
+	.complete	= sl_blk_complete,
+	.timeout	= sl_blk_timeout,
+};
+
+static enum rq_end_io_ret sl_blk_end_io(struct request *rq, blk_status_t err)
+{
+	if (!READ_ONCE(sl_stopping))
+		queue_work(system_unbound_wq, &sl_blk_refill_work);
+	/* last: the teardown waits for this count to reach zero */
+	if (atomic_dec_and_test(&sl_blk_inflight))
+		wake_up(&sl_blk_waitq);
+	return RQ_END_IO_FREE;
+}
+
+/* Keep sl_blk_stock requests in flight: submitted, waiting for a trigger. */
+static void sl_blk_refill(struct work_struct *work)
+{
+	struct request *rq;
+
+	while (!READ_ONCE(sl_stopping) &&
+	       atomic_read(&sl_blk_inflight) < sl_blk_stock) {
+		rq = blk_mq_alloc_request(sl_blk_q, REQ_OP_DRV_IN, 0);
+		if (IS_ERR(rq)) {
+			pr_warn_ratelimited("block: no request: %ld\n",
+					    PTR_ERR(rq));
+			return;
+		}
+		rq->end_io = sl_blk_end_io;
+		atomic_inc(&sl_blk_inflight);
+		blk_execute_rq_nowait(rq, false);
+	}
+}
+
+static int sl_blk_init(void)
+{
+	struct request_queue *q;
+	int ret;
+
+	sl_tag_set.ops = &sl_mq_ops;
+	sl_tag_set.nr_hw_queues = 1;
+	sl_tag_set.queue_depth = sl_burst;
+	sl_tag_set.numa_node = NUMA_NO_NODE;
+	sl_tag_set.cmd_size = sizeof(struct sl_cmd);
+	ret = blk_mq_alloc_tag_set(&sl_tag_set);
+	if (ret)
+		return ret;
+
+	q = blk_mq_init_queue(&sl_tag_set);
+	if (IS_ERR(q)) {
+		blk_mq_free_tag_set(&sl_tag_set);
+		return PTR_ERR(q);
+	}
+	/* rq_affinity=0: complete on the CPU that signals the completion */
+	blk_queue_flag_clear(QUEUE_FLAG_SAME_COMP, q);
+	blk_queue_rq_timeout(q, SL_BLK_TIMEOUT);
+	sl_blk_q = q;
+	sl_blk_stock = min(sl_burst, sl_tag_set.queue_depth);
+	sl_blk_refill(NULL);
+	return 0;
+}
+
+/* End the requests still waiting for a trigger. */
+static void sl_blk_drain(void)
+{
+	struct sl_cmd *cmd, *tmp;
+	unsigned long flags;
+	LIST_HEAD(list);
+
+	spin_lock_irqsave(&sl_blk_lock, flags);
+	list_splice_init(&sl_blk_ready, &list);
+	spin_unlock_irqrestore(&sl_blk_lock, flags);
+
+	list_for_each_entry_safe(cmd, tmp, &list, node) {
+		list_del_init(&cmd->node);
+		blk_mq_end_request(blk_mq_rq_from_pdu(cmd), BLK_STS_IOERR);
+	}
+}
+
+/* After sl_stop(): no chain starts, queue_rq() fails new requests. */
+static void sl_blk_exit(void)
+{
+	unsigned int waited = 0;
+
+	cancel_work_sync(&sl_blk_refill_work);
+	for (;;) {
+		sl_blk_drain();
+		if (wait_event_timeout(sl_blk_waitq,
+				       !atomic_read(&sl_blk_inflight), HZ / 10))
+			break;
+		if (++waited % 100 == 0)
+			pr_warn("block: waiting for %d requests\n",
+				atomic_read(&sl_blk_inflight));
+	}
+	/* end_io may have queued it again before it saw sl_stopping */
+	cancel_work_sync(&sl_blk_refill_work);
+	blk_mq_destroy_queue(sl_blk_q);
+	blk_put_queue(sl_blk_q);
+	blk_mq_free_tag_set(&sl_tag_set);
+}
+
+/* ---- net_rx: NAPI poll in NET_RX_SOFTIRQ ---- */
+
+static int sl_napi_poll(struct napi_struct *napi, int budget)
+{
+	struct sl_vec *v = &sl_vecs[SL_NET_RX];
+
+	if (!budget)
+		return 0;
+	/* all the budget used: net_rx_action() polls again, NET_RX re-raised */
+	if (v->left && sl_run(v))
+		return budget;
+	napi_complete_done(napi, 0);
+	sl_chain_end(v);
+	return 0;
+}
+
+static bool sl_napi_kick(void)
+{
+	if (!napi_schedule_prep(&sl_napi))
+		return false;
+	__napi_schedule(&sl_napi);
+	return true;
+}
+
+static int sl_napi_init(void)
+{
+	sl_ndev = kzalloc(sizeof(*sl_ndev), GFP_KERNEL);
+	if (!sl_ndev)
+		return -ENOMEM;
+	init_dummy_netdev(sl_ndev);
+	netif_napi_add(sl_ndev, &sl_napi, sl_napi_poll);
+	napi_enable(&sl_napi);
+	return 0;
+}
+
+static void sl_napi_exit(void)
+{
+	napi_disable(&sl_napi);
+	netif_napi_del(&sl_napi);
+	kfree(sl_ndev);
+	sl_ndev = NULL;
+}
+
+/* ---- irq_poll: irq_poll callback in IRQ_POLL_SOFTIRQ ---- */
+
+static int sl_iop_poll(struct irq_poll *iop, int weight)
+{
+	struct sl_vec *v = &sl_vecs[SL_IRQ_POLL];
+
+	/* weight used up: polled again in the next IRQ_POLL_SOFTIRQ run */
+	if (v->left && sl_run(v))
+		return weight;
+	irq_poll_complete(iop);
+	sl_chain_end(v);
+	return 0;
+}
+
+static bool sl_iop_kick(void)
+{
+	if (test_bit(IRQ_POLL_F_SCHED, &sl_iop.state))
+		return false;
+	irq_poll_sched(&sl_iop);
+	return true;
+}
+
+/* ---- tasklet, hi: TASKLET_SOFTIRQ, HI_SOFTIRQ ---- */
+
+static void sl_tasklet_kick(struct sl_vec *v)
+{
+	if (v == &sl_vecs[SL_HI])
+		tasklet_hi_schedule(&v->tasklet);
+	else
+		tasklet_schedule(&v->tasklet);
+}
+
+static void sl_tasklet_fn(struct tasklet_struct *t)
+{
+	struct sl_vec *v = from_tasklet(v, t, tasklet);
+
+	if (v->left && sl_run(v)) {
+		sl_tasklet_kick(v);
+		return;
+	}
+	sl_chain_end(v);
+}
+
+/* ---- triggers ---- */
+
+static bool sl_kick(struct sl_vec *v)
+{
+	switch (v - sl_vecs) {
+	case SL_BLOCK:
+		return sl_blk_kick();
+	case SL_NET_RX:
+		return sl_napi_kick();
+	case SL_IRQ_POLL:
+		return sl_iop_kick();
+	default:
+		sl_tasklet_kick(v);
+		return true;
+	}
+}
+
+/* Hard irq on cpu=: start one chain in every selected vector. */
+static void sl_trigger(void)
+{
+	u64 now = ktime_get_ns();
+	unsigned long flags;
+	bool started;
+	int i;
+
+	spin_lock_irqsave(&sl_stats_lock, flags);
+	sl_fires++;
+	spin_unlock_irqrestore(&sl_stats_lock, flags);
+
+	for (i = 0; i < SL_NR_VEC; i++) {
+		struct sl_vec *v = &sl_vecs[i];
+
+		if (!v->ready || READ_ONCE(sl_stopping))
+			continue;
+		started = false;
+		if (!atomic_cmpxchg_acquire(&v->active, 0, 1)) {
+			v->left = sl_burst;
+			v->first = 1;
+			v->trig_ns = now;
+			started = sl_kick(v);
+			if (!started)
+				sl_chain_end(v);
+		}
+		sl_count(v, started ? SL_TRIGGERS : SL_MISSED);
+	}
+}
+
+static enum hrtimer_restart sl_period_fn(struct hrtimer *timer)
+{
+	if (READ_ONCE(sl_stopping))
+		return HRTIMER_NORESTART;
+	sl_trigger();
+	hrtimer_forward_now(timer, ns_to_ktime(sl_period_ns));
+	return HRTIMER_RESTART;
+}
+
+static enum hrtimer_restart sl_oneshot_fn(struct hrtimer *timer)
+{
+	if (!READ_ONCE(sl_stopping))
+		sl_trigger();
+	return HRTIMER_NORESTART;
+}
+
+struct sl_arm_req {
+	struct hrtimer *timer;
+	ktime_t when;
+};
+
+static void sl_arm_here(void *info)
+{
+	struct sl_arm_req *req = info;
+
+	hrtimer_start(req->timer, req->when, HRTIMER_MODE_ABS_PINNED_HARD);
+}
+
+/* Pinned timers stay on the CPU that starts them: start them on cpu=. */
+static int sl_arm(struct hrtimer *timer, ktime_t when)
+{
+	struct sl_arm_req req = { .timer = timer, .when = when };
+
+	return smp_call_function_single(sl_cpu, sl_arm_here, &req, 1);
+}
+
+/* ---- debugfs ---- */
+
+/* "<delay_us>": fire after delay_us; "@<ns>": fire at CLOCK_MONOTONIC ns */
+static ssize_t sl_trigger_write(struct file *file, const char __user *ubuf,
+				size_t count, loff_t *ppos)
+{
+	ktime_t now = ktime_get();
+	char buf[32], *s;
+	ktime_t when;
+	u64 val;
+	int ret;
+
+	if (!count || count >= sizeof(buf))
+		return -EINVAL;
+	if (copy_from_user(buf, ubuf, count))
+		return -EFAULT;
+	buf[count] = '\0';
+	s = strim(buf);
+	if (*s == '@') {
+		ret = kstrtou64(s + 1, 10, &val);
+		if (ret)
+			return ret;
+		if (val > ktime_to_ns(now) + SL_MAX_DELAY_US * NSEC_PER_USEC)
+			return -ERANGE;
+		when = ns_to_ktime(val);
+	} else {
+		ret = kstrtou64(s, 10, &val);
+		if (ret)
+			return ret;
+		if (val > SL_MAX_DELAY_US)
+			return -ERANGE;
+		when = ktime_add_us(now, val);
+	}
+	if (READ_ONCE(sl_stopping))
+		return -ENODEV;
+	ret = sl_arm(&sl_oneshot_timer, when);
+	return ret ? ret : count;
+}
+
+static const struct file_operations sl_trigger_fops = {
+	.owner	= THIS_MODULE,
+	.open	= simple_open,
+	.write	= sl_trigger_write,
+	.llseek	= noop_llseek,
+};
+
+static ssize_t sl_reset_write(struct file *file, const char __user *ubuf,
+			      size_t count, loff_t *ppos)
+{
+	unsigned long flags;
+	int i;
+
+	spin_lock_irqsave(&sl_stats_lock, flags);
+	for (i = 0; i < SL_NR_VEC; i++) {
+		memset(sl_vecs[i].ctr, 0, sizeof(sl_vecs[i].ctr));
+		sl_vecs[i].last_cpu = -1;
+	}
+	sl_fires = 0;
+	sl_last_cpu = -1;
+	spin_unlock_irqrestore(&sl_stats_lock, flags);
+	return count;
+}
+
+static const struct file_operations sl_reset_fops = {
+	.owner	= THIS_MODULE,
+	.open	= simple_open,
+	.write	= sl_reset_write,
+	.llseek	= noop_llseek,
+};
+
+/* The counters of all selected vectors: maxima of maxima, sums of the rest. */
+static void sl_snapshot(u64 *sum, u64 *fires, int *last_cpu)
+{
+	unsigned long flags;
+	int i, j;
+
+	memset(sum, 0, SL_NR_CTR * sizeof(*sum));
+	spin_lock_irqsave(&sl_stats_lock, flags);
+	for (i = 0; i < SL_NR_VEC; i++) {
+		for (j = 0; j < SL_NR_CTR; j++) {
+			u64 val = sl_vecs[i].ctr[j];
+
+			if (j == SL_MAX_NS || j == SL_DELAY_MAX_NS)
+				sum[j] = max(sum[j], val);
+			else
+				sum[j] += val;
+		}
+	}
+	*fires = sl_fires;
+	*last_cpu = sl_last_cpu;
+	spin_unlock_irqrestore(&sl_stats_lock, flags);
+}
+
+static int sl_stats_show(struct seq_file *m, void *unused)
+{
+	u64 sum[SL_NR_CTR], fires;
+	int last_cpu, j;
+
+	sl_snapshot(sum, &fires, &last_cpu);
+	seq_printf(m,
+		   "vector=%s spin_us=%u storm_spin_us=%u period_us=%u cpu=%d burst=%u fires=%llu",
+		   sl_vector_str, sl_spin_us, sl_storm_spin_us, sl_period_us,
+		   sl_cpu, sl_burst, fires);
+	for (j = 0; j < SL_NR_CTR; j++)
+		seq_printf(m, " %s=%llu", sl_ctr_names[j], sum[j]);
+	seq_printf(m, " last_cpu=%d\n", last_cpu);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(sl_stats);
+
+static int sl_vectors_show(struct seq_file *m, void *unused)
+{
+	u64 ctr[SL_NR_CTR];
+	unsigned long flags;
+	int last_cpu, i, j;
+
+	for (i = 0; i < SL_NR_VEC; i++) {
+		struct sl_vec *v = &sl_vecs[i];
+
+		if (!v->enabled)
+			continue;
+		spin_lock_irqsave(&sl_stats_lock, flags);
+		memcpy(ctr, v->ctr, sizeof(ctr));
+		last_cpu = v->last_cpu;
+		spin_unlock_irqrestore(&sl_stats_lock, flags);
+
+		seq_printf(m, "name=%s", v->name);
+		for (j = 0; j < SL_NR_CTR; j++)
+			seq_printf(m, " %s=%llu", sl_ctr_names[j], ctr[j]);
+		seq_printf(m, " last_cpu=%d\n", last_cpu);
+	}
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(sl_vectors);
+
+static int sl_ctr_get(void *data, u64 *val)
+{
+	unsigned long idx = (unsigned long)data;
+	u64 sum[SL_NR_CTR], fires;
+	int last_cpu;
+
+	sl_snapshot(sum, &fires, &last_cpu);
+	*val = idx == SL_FIRES ? fires : sum[idx];
+	return 0;
+}
+DEFINE_DEBUGFS_ATTRIBUTE(sl_ctr_fops, sl_ctr_get, NULL, "%llu\n");
+
+static int sl_last_cpu_get(void *data, u64 *val)
+{
+	u64 sum[SL_NR_CTR], fires;
+	int last_cpu;
+
+	sl_snapshot(sum, &fires, &last_cpu);
+	*val = (s64)last_cpu;
+	return 0;
+}
+DEFINE_DEBUGFS_ATTRIBUTE(sl_last_cpu_fops, sl_last_cpu_get, NULL, "%lld\n");
+
+static void sl_debugfs_init(void)
+{
+	unsigned long j;
+
+	sl_dir = debugfs_create_dir(KBUILD_MODNAME, NULL);
+	debugfs_create_file("trigger", 0200, sl_dir, NULL, &sl_trigger_fops);
+	debugfs_create_file("reset", 0200, sl_dir, NULL, &sl_reset_fops);
+	debugfs_create_file("stats", 0444, sl_dir, NULL, &sl_stats_fops);
+	debugfs_create_file("vectors", 0444, sl_dir, NULL, &sl_vectors_fops);
+	for (j = 0; j < SL_NR_CTR; j++)
+		debugfs_create_file_unsafe(sl_ctr_names[j], 0444, sl_dir,
+					   (void *)j, &sl_ctr_fops);
+	debugfs_create_file_unsafe("fires", 0444, sl_dir,
+				   (void *)(unsigned long)SL_FIRES,
+				   &sl_ctr_fops);
+	debugfs_create_file_unsafe("last_cpu", 0444, sl_dir, NULL,
+				   &sl_last_cpu_fops);
+}
+
+/* ---- load and unload ---- */
+
+static int __init sl_parse_vectors(void)
+{
+	char *buf, *s, *tok;
+	int i, n = 0;
+
+	buf = kstrdup(sl_vector_param ? sl_vector_param : "", GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	s = buf;
+	while ((tok = strsep(&s, ","))) {
+		tok = strim(tok);
+		if (!*tok)
+			continue;
+		n++;
+		if (!strcmp(tok, "storm")) {
+			sl_vecs[SL_TASKLET].enabled = 1;
+			sl_vecs[SL_HI].enabled = 1;
+			continue;
+		}
+		for (i = 0; i < SL_NR_VEC; i++)
+			if (!strcmp(tok, sl_vecs[i].name))
+				break;
+		if (i == SL_NR_VEC) {
+			pr_err("vector: unknown '%s'; valid: comma-separated block, net_rx, irq_poll, tasklet, hi, storm\n",
+			       tok);
+			kfree(buf);
+			return -EINVAL;
+		}
+		sl_vecs[i].enabled = 1;
+	}
+	kfree(buf);
+	if (!n) {
+		pr_err("vector: empty; valid: comma-separated block, net_rx, irq_poll, tasklet, hi, storm\n");
+		return -EINVAL;
+	}
+
+	for (i = 0; i < SL_NR_VEC; i++) {
+		if (!sl_vecs[i].enabled)
+			continue;
+		if (sl_vector_str[0])
+			strlcat(sl_vector_str, ",", sizeof(sl_vector_str));
+		strlcat(sl_vector_str, sl_vecs[i].name, sizeof(sl_vector_str));
+	}
+	return 0;
+}
+
+static int __init sl_check_params(void)
+{
+	unsigned int longest = 0, min_period;
+	int ret, i;
+
+	ret = sl_parse_vectors();
+	if (ret)
+		return ret;
+	if (sl_spin_us < 1 || sl_spin_us > SL_MAX_SPIN_US) {
+		pr_err("spin_us: %u out of range 1..%u\n",
+		       sl_spin_us, SL_MAX_SPIN_US);
+		return -EINVAL;
+	}
+	if (sl_storm_spin_us < 1 || sl_storm_spin_us > SL_MAX_SPIN_US) {
+		pr_err("storm_spin_us: %u out of range 1..%u\n",
+		       sl_storm_spin_us, SL_MAX_SPIN_US);
+		return -EINVAL;
+	}
+	if (sl_burst < 1 || sl_burst > SL_MAX_BURST) {
+		pr_err("burst: %u out of range 1..%u\n",
+		       sl_burst, SL_MAX_BURST);
+		return -EINVAL;
+	}
+	if (sl_cpu < 0 || sl_cpu >= nr_cpu_ids || !cpu_online(sl_cpu)) {
+		pr_err("cpu: %d is not an online CPU; online: %*pbl\n",
+		       sl_cpu, cpumask_pr_args(cpu_online_mask));
+		return -EINVAL;
+	}
+
+	for (i = 0; i < SL_NR_VEC; i++) {
+		struct sl_vec *v = &sl_vecs[i];
+
+		v->spin_ns = (u64)(i >= SL_TASKLET ? sl_storm_spin_us :
+				   sl_spin_us) * NSEC_PER_USEC;
+		v->last_cpu = -1;
+		if (v->enabled)
+			longest = max(longest, (unsigned int)(v->spin_ns /
+							      NSEC_PER_USEC));
+	}
+	min_period = max(SL_MIN_PERIOD_US, longest);
+	if (sl_period_us &&
+	    (sl_period_us < min_period || sl_period_us > SL_MAX_PERIOD_US)) {
+		pr_err("period_us: %u out of range; valid: 0 (on demand) or %u..%u (at least %u and the longest selected spin)\n",
+		       sl_period_us, min_period, SL_MAX_PERIOD_US,
+		       SL_MIN_PERIOD_US);
+		return -EINVAL;
+	}
+	sl_period_ns = (u64)sl_period_us * NSEC_PER_USEC;
+
+	/* blk_mq_complete_request_remote() completes in place if nr_ctx == 1 */
+	if (sl_vecs[SL_BLOCK].enabled && num_possible_cpus() < 2) {
+		pr_err("vector: block needs 2 or more possible CPUs; with one, blk-mq completes in hard irq, not in BLOCK_SOFTIRQ\n");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Start nothing new; wait for the trigger timers. */
+static void sl_stop(void)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&sl_blk_lock, flags);
+	WRITE_ONCE(sl_stopping, true);
+	spin_unlock_irqrestore(&sl_blk_lock, flags);
+	hrtimer_cancel(&sl_period_timer);
+	hrtimer_cancel(&sl_oneshot_timer);
+}
+
+/* After sl_stop(): every chain ends at its next run. */
+static void sl_vectors_exit(void)
+{
+	int i;
+
+	for (i = SL_NR_VEC - 1; i >= 0; i--) {
+		struct sl_vec *v = &sl_vecs[i];
+
+		if (!v->ready)
+			continue;
+		switch (i) {
+		case SL_BLOCK:
+			sl_blk_exit();
+			break;
+		case SL_NET_RX:
+			sl_napi_exit();
+			break;
+		case SL_IRQ_POLL:
+			irq_poll_disable(&sl_iop);
+			break;
+		default:
+			tasklet_kill(&v->tasklet);
+			break;
+		}
+		v->ready = 0;
+	}
+}
+
+static int __init sl_vectors_init(void)
+{
+	int ret = 0;
+	int i;
+
+	for (i = 0; i < SL_NR_VEC; i++) {
+		struct sl_vec *v = &sl_vecs[i];
+
+		if (!v->enabled)
+			continue;
+		switch (i) {
+		case SL_BLOCK:
+			ret = sl_blk_init();
+			break;
+		case SL_NET_RX:
+			ret = sl_napi_init();
+			break;
+		case SL_IRQ_POLL:
+			irq_poll_init(&sl_iop, SL_IRQ_POLL_WEIGHT, sl_iop_poll);
+			break;
+		default:
+			tasklet_setup(&v->tasklet, sl_tasklet_fn);
+			break;
+		}
+		if (ret) {
+			pr_err("%s: setup failed: %d\n", v->name, ret);
+			return ret;
+		}
+		v->ready = 1;
+	}
+	return 0;
+}
+
+static int __init sl_init(void)
+{
+	int ret;
+
+	ret = sl_check_params();
+	if (ret)
+		return ret;
+
+	hrtimer_init(&sl_period_timer, CLOCK_MONOTONIC,
+		     HRTIMER_MODE_ABS_PINNED_HARD);
+	sl_period_timer.function = sl_period_fn;
+	hrtimer_init(&sl_oneshot_timer, CLOCK_MONOTONIC,
+		     HRTIMER_MODE_ABS_PINNED_HARD);
+	sl_oneshot_timer.function = sl_oneshot_fn;
+
+	ret = sl_vectors_init();
+	if (ret)
+		goto fail;
+	sl_debugfs_init();
+	if (sl_period_us) {
+		ret = sl_arm(&sl_period_timer,
+			     ktime_add_ns(ktime_get(), sl_period_ns));
+		if (ret) {
+			pr_err("cpu: cannot start the timer on CPU %d: %d\n",
+			       sl_cpu, ret);
+			goto fail;
+		}
+	}
+	pr_info("vector=%s spin_us=%u storm_spin_us=%u period_us=%u cpu=%d burst=%u\n",
+		sl_vector_str, sl_spin_us, sl_storm_spin_us, sl_period_us,
+		sl_cpu, sl_burst);
+	return 0;
+
+fail:
+	debugfs_remove_recursive(sl_dir);
+	sl_stop();
+	sl_vectors_exit();
+	return ret;
+}
+
+static void __exit sl_exit(void)
+{
+	/* waits for writers of trigger, so no timer is armed after this */
+	debugfs_remove_recursive(sl_dir);
+	sl_stop();
+	sl_vectors_exit();
+	pr_info("unloaded\n");
+}
+
+module_init(sl_init);
+module_exit(sl_exit);
+
+MODULE_DESCRIPTION("Long and short softirq load on one CPU, from a hard-irq timer");
+MODULE_LICENSE("GPL");
