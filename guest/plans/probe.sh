@@ -12,6 +12,7 @@ cp /tmp/probe.jsonl "$LAB/probe.jsonl.tmp"
 mv "$LAB/probe.jsonl.tmp" "$LAB/probe.jsonl"
 cat $D/stats > "$LAB/module-stats"
 cat $D/vectors > "$LAB/module-vectors"
+cat $D/batch_hist > "$LAB/batch-hist"
 cat /proc/softirqs > "$LAB/softirqs-after"
 rmmod softirq_load
 dmesg > "$LAB/dmesg"

@@ -275,10 +275,10 @@ static void parse_args(int argc, char **argv, struct options *o)
 			if (parse_long(optarg, 1, MAX_SAMPLES, &o->samples))
 				bad_option(prog, opt, optarg, 1, MAX_SAMPLES);
 			break;
-		case 'c':
 		case 'P':
 			o->pinned = 1;
 			break;
+		case 'c':
 		case 'W':
 			if (parse_long(optarg, 0, CPU_SETSIZE - 1, &v))
 				bad_option(prog, opt, optarg, 0,

@@ -50,6 +50,7 @@
 
 #define SL_MAX_SPIN_US		100000U
 #define SL_MAX_BURST		1000U
+#define SL_MAX_NAPIS		16U
 #define SL_MIN_PERIOD_US	100U
 #define SL_MAX_PERIOD_US	10000000U
 #define SL_MAX_DELAY_US		10000000ULL
@@ -87,6 +88,11 @@ module_param_named(burst, sl_burst, uint, 0444);
 MODULE_PARM_DESC(burst,
 		 "handler runs per trigger in each selected vector, each raising the vector again, 1..1000 (default 1)");
 
+static unsigned int sl_napis = 1;
+module_param_named(napis, sl_napis, uint, 0444);
+MODULE_PARM_DESC(napis,
+		 "NAPI instances for net_rx, 1..16 (default 1); with more than one, a trigger schedules them all and net_rx_action() polls them one after another in one pass; needs burst=1");
+
 enum sl_vec_id {
 	SL_BLOCK,
 	SL_NET_RX,
@@ -111,6 +117,10 @@ enum sl_ctr {
 	SL_WRONG_CPU,		/* runs on another CPU than cpu= */
 	SL_DELAY_TOTAL_NS,	/* trigger to first run of its chain, summed */
 	SL_DELAY_MAX_NS,	/* trigger to first run of its chain, longest */
+	SL_BATCHES,		/* chains whose first run was inline */
+	SL_BATCH_TOTAL_NS,	/* their first inline batch, summed */
+	SL_BATCH_MIN_NS,	/* their first inline batch, shortest */
+	SL_BATCH_MAX_NS,	/* their first inline batch, longest */
 	SL_NR_CTR
 };
 
@@ -129,6 +139,10 @@ static const char * const sl_ctr_names[SL_NR_CTR] = {
 	[SL_WRONG_CPU]		= "wrong_cpu",
 	[SL_DELAY_TOTAL_NS]	= "delay_total_ns",
 	[SL_DELAY_MAX_NS]	= "delay_max_ns",
+	[SL_BATCHES]		= "batches",
+	[SL_BATCH_TOTAL_NS]	= "batch_total_ns",
+	[SL_BATCH_MIN_NS]	= "batch_min_ns",
+	[SL_BATCH_MAX_NS]	= "batch_max_ns",
 };
 
 /* debugfs index of the "fires" counter, after the per-vector ones */
@@ -144,6 +158,9 @@ struct sl_vec {
 	unsigned int left;		/* runs left in the chain */
 	unsigned int first;		/* the next run is the chain's first */
 	u64 trig_ns;			/* when the chain was triggered */
+	u64 batch_start;		/* first inline batch: first run start */
+	u64 batch_end;			/* ... and end of its last run so far */
+	unsigned int batch_open;	/* the first batch may still grow */
 	/* under sl_stats_lock */
 	u64 ctr[SL_NR_CTR];
 	int last_cpu;
@@ -187,7 +204,7 @@ static DECLARE_WORK(sl_blk_refill_work, sl_blk_refill);
 
 /* net_rx */
 static struct net_device *sl_ndev;
-static struct napi_struct sl_napi;
+static struct napi_struct sl_napi[SL_MAX_NAPIS];
 
 /* irq_poll */
 static struct irq_poll sl_iop;
@@ -203,15 +220,60 @@ static bool sl_in_ksoftirqd(void)
 }
 
 /*
+ * How long did the softirq loop keep running a chain before it stopped (a
+ * budget spent, a task waiting) and left the rest for later?  Runs of one
+ * handle_softirqs() call follow each other within microseconds; a later
+ * call starts after a tick or an interrupt at the soonest.  So the chain's
+ * first batch is its first inline run and the runs that follow it closer
+ * than this, up to the first run in ksoftirqd.  Called under sl_stats_lock.
+ */
+#define SL_BATCH_GAP_NS		(100 * NSEC_PER_USEC)
+/* first batches by length: 100 us buckets up to 10 ms, then one for more */
+#define SL_HIST_STEP_NS		(100 * NSEC_PER_USEC)
+#define SL_HIST_BUCKETS		101
+static u32 sl_batch_hist[SL_HIST_BUCKETS];	/* under sl_stats_lock */
+
+static void sl_batch_close(struct sl_vec *v)
+{
+	u64 span = v->batch_end - v->batch_start;
+	u64 *c = v->ctr;
+
+	c[SL_BATCH_MIN_NS] = c[SL_BATCHES] ? min(c[SL_BATCH_MIN_NS], span) :
+					     span;
+	c[SL_BATCHES]++;
+	c[SL_BATCH_TOTAL_NS] += span;
+	c[SL_BATCH_MAX_NS] = max(c[SL_BATCH_MAX_NS], span);
+	sl_batch_hist[min_t(u64, span / SL_HIST_STEP_NS, SL_HIST_BUCKETS - 1)]++;
+	v->batch_open = 0;
+}
+
+static void sl_batch_track(struct sl_vec *v, u64 start, u64 end, bool first,
+			   bool in_ksoftirqd)
+{
+	if (first) {
+		v->batch_open = !in_ksoftirqd;
+		v->batch_start = start;
+		v->batch_end = end;
+	} else if (v->batch_open) {
+		if (!in_ksoftirqd && start - v->batch_end < SL_BATCH_GAP_NS)
+			v->batch_end = end;
+		else
+			sl_batch_close(v);
+	}
+}
+
+/*
  * One handler run: busy-wait, count, and say whether the chain goes on.
  * Runs in softirq context on cpu= (in hard irq only if blk-mq completed a
  * request directly, which wrong_ctx shows).
  */
 static bool sl_run(struct sl_vec *v)
 {
+	bool in_ksoftirqd = sl_in_ksoftirqd();
 	int cpu = smp_processor_id();
 	unsigned long flags;
 	u64 start, now, dur;
+	bool more;
 	u64 *c = v->ctr;
 
 	start = ktime_get_ns();
@@ -227,7 +289,7 @@ static bool sl_run(struct sl_vec *v)
 	c[SL_MAX_NS] = max(c[SL_MAX_NS], dur);
 	if (!in_serving_softirq()) {
 		c[SL_WRONG_CTX]++;
-	} else if (sl_in_ksoftirqd()) {
+	} else if (in_ksoftirqd) {
 		c[SL_KSOFTIRQD]++;
 	} else {
 		c[SL_INLINE]++;
@@ -238,6 +300,7 @@ static bool sl_run(struct sl_vec *v)
 	}
 	if (cpu != sl_cpu)
 		c[SL_WRONG_CPU]++;
+	sl_batch_track(v, start, now, v->first, in_ksoftirqd);
 	if (v->first) {
 		u64 delay = start > v->trig_ns ? start - v->trig_ns : 0;
 
@@ -247,11 +310,14 @@ static bool sl_run(struct sl_vec *v)
 	}
 	v->last_cpu = cpu;
 	sl_last_cpu = cpu;
-	spin_unlock_irqrestore(&sl_stats_lock, flags);
-
 	if (v->left)
 		v->left--;
-	return v->left && !READ_ONCE(sl_stopping);
+	more = v->left && !READ_ONCE(sl_stopping);
+	if (!more && v->batch_open)
+		sl_batch_close(v);
+	spin_unlock_irqrestore(&sl_stats_lock, flags);
+
+	return more;
 }
 
 static void sl_count(struct sl_vec *v, enum sl_ctr ctr)
@@ -448,43 +514,66 @@ static void sl_blk_exit(void)
 
 /* ---- net_rx: NAPI poll in NET_RX_SOFTIRQ ---- */
 
+/*
+ * With one instance, each poll uses all its budget while the chain goes on,
+ * so net_rx_action() leaves it for the next pass and raises NET_RX again:
+ * one poll per pass.  With several (napis=), every instance is polled once
+ * in the same pass and completes: the pass is a run of back-to-back polls,
+ * the case where net_rx_action() may stop between two polls.
+ */
 static int sl_napi_poll(struct napi_struct *napi, int budget)
 {
 	struct sl_vec *v = &sl_vecs[SL_NET_RX];
+	bool more;
 
 	if (!budget)
 		return 0;
-	/* all the budget used: net_rx_action() polls again, NET_RX re-raised */
-	if (v->left && sl_run(v))
+	more = v->left && sl_run(v);
+	if (more && sl_napis == 1)
 		return budget;
 	napi_complete_done(napi, 0);
-	sl_chain_end(v);
+	if (!more)
+		sl_chain_end(v);
 	return 0;
 }
 
 static bool sl_napi_kick(void)
 {
-	if (!napi_schedule_prep(&sl_napi))
-		return false;
-	__napi_schedule(&sl_napi);
-	return true;
+	bool started = false;
+	unsigned int i;
+
+	for (i = 0; i < sl_napis; i++) {
+		if (napi_schedule_prep(&sl_napi[i])) {
+			__napi_schedule(&sl_napi[i]);
+			started = true;
+		}
+	}
+	return started;
 }
 
 static int sl_napi_init(void)
 {
+	unsigned int i;
+
 	sl_ndev = kzalloc(sizeof(*sl_ndev), GFP_KERNEL);
 	if (!sl_ndev)
 		return -ENOMEM;
 	init_dummy_netdev(sl_ndev);
-	netif_napi_add(sl_ndev, &sl_napi, sl_napi_poll);
-	napi_enable(&sl_napi);
+	for (i = 0; i < sl_napis; i++) {
+		netif_napi_add(sl_ndev, &sl_napi[i], sl_napi_poll);
+		napi_enable(&sl_napi[i]);
+	}
 	return 0;
 }
 
 static void sl_napi_exit(void)
 {
-	napi_disable(&sl_napi);
-	netif_napi_del(&sl_napi);
+	unsigned int i;
+
+	for (i = 0; i < sl_napis; i++) {
+		napi_disable(&sl_napi[i]);
+		netif_napi_del(&sl_napi[i]);
+	}
 	kfree(sl_ndev);
 	sl_ndev = NULL;
 }
@@ -568,7 +657,8 @@ static void sl_trigger(void)
 			continue;
 		started = false;
 		if (!atomic_cmpxchg_acquire(&v->active, 0, 1)) {
-			v->left = sl_burst;
+			v->left = i == SL_NET_RX && sl_napis > 1 ?
+				  sl_napis : sl_burst;
 			v->first = 1;
 			v->trig_ns = now;
 			started = sl_kick(v);
@@ -672,6 +762,7 @@ static ssize_t sl_reset_write(struct file *file, const char __user *ubuf,
 		memset(sl_vecs[i].ctr, 0, sizeof(sl_vecs[i].ctr));
 		sl_vecs[i].last_cpu = -1;
 	}
+	memset(sl_batch_hist, 0, sizeof(sl_batch_hist));
 	sl_fires = 0;
 	sl_last_cpu = -1;
 	spin_unlock_irqrestore(&sl_stats_lock, flags);
@@ -694,14 +785,20 @@ static void sl_snapshot(u64 *sum, u64 *fires, int *last_cpu)
 	memset(sum, 0, SL_NR_CTR * sizeof(*sum));
 	spin_lock_irqsave(&sl_stats_lock, flags);
 	for (i = 0; i < SL_NR_VEC; i++) {
-		for (j = 0; j < SL_NR_CTR; j++) {
-			u64 val = sl_vecs[i].ctr[j];
+		u64 *c = sl_vecs[i].ctr;
 
-			if (j == SL_MAX_NS || j == SL_DELAY_MAX_NS)
-				sum[j] = max(sum[j], val);
+		for (j = 0; j < SL_NR_CTR; j++) {
+			if (j == SL_MAX_NS || j == SL_DELAY_MAX_NS ||
+			    j == SL_BATCH_MAX_NS)
+				sum[j] = max(sum[j], c[j]);
+			else if (j == SL_BATCH_MIN_NS)
+				continue;
 			else
-				sum[j] += val;
+				sum[j] += c[j];
 		}
+		if (c[SL_BATCHES] && (!sum[SL_BATCH_MIN_NS] ||
+				      c[SL_BATCH_MIN_NS] < sum[SL_BATCH_MIN_NS]))
+			sum[SL_BATCH_MIN_NS] = c[SL_BATCH_MIN_NS];
 	}
 	*fires = sl_fires;
 	*last_cpu = sl_last_cpu;
@@ -715,9 +812,9 @@ static int sl_stats_show(struct seq_file *m, void *unused)
 
 	sl_snapshot(sum, &fires, &last_cpu);
 	seq_printf(m,
-		   "vector=%s spin_us=%u storm_spin_us=%u period_us=%u cpu=%d burst=%u fires=%llu",
+		   "vector=%s spin_us=%u storm_spin_us=%u period_us=%u cpu=%d burst=%u napis=%u fires=%llu",
 		   sl_vector_str, sl_spin_us, sl_storm_spin_us, sl_period_us,
-		   sl_cpu, sl_burst, fires);
+		   sl_cpu, sl_burst, sl_napis, fires);
 	for (j = 0; j < SL_NR_CTR; j++)
 		seq_printf(m, " %s=%llu", sl_ctr_names[j], sum[j]);
 	seq_printf(m, " last_cpu=%d\n", last_cpu);
@@ -749,6 +846,25 @@ static int sl_vectors_show(struct seq_file *m, void *unused)
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(sl_vectors);
+
+/* "<from_us> <count>" per non-empty bucket; the last one is open-ended */
+static int sl_batch_hist_show(struct seq_file *m, void *unused)
+{
+	u32 hist[SL_HIST_BUCKETS];
+	unsigned long flags;
+	int i;
+
+	spin_lock_irqsave(&sl_stats_lock, flags);
+	memcpy(hist, sl_batch_hist, sizeof(hist));
+	spin_unlock_irqrestore(&sl_stats_lock, flags);
+
+	for (i = 0; i < SL_HIST_BUCKETS; i++)
+		if (hist[i])
+			seq_printf(m, "%llu %u\n",
+				   (u64)i * SL_HIST_STEP_NS / NSEC_PER_USEC, hist[i]);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(sl_batch_hist);
 
 static int sl_ctr_get(void *data, u64 *val)
 {
@@ -782,6 +898,8 @@ static void sl_debugfs_init(void)
 	debugfs_create_file("reset", 0200, sl_dir, NULL, &sl_reset_fops);
 	debugfs_create_file("stats", 0444, sl_dir, NULL, &sl_stats_fops);
 	debugfs_create_file("vectors", 0444, sl_dir, NULL, &sl_vectors_fops);
+	debugfs_create_file("batch_hist", 0444, sl_dir, NULL,
+			    &sl_batch_hist_fops);
 	for (j = 0; j < SL_NR_CTR; j++)
 		debugfs_create_file_unsafe(sl_ctr_names[j], 0444, sl_dir,
 					   (void *)j, &sl_ctr_fops);
@@ -861,6 +979,15 @@ static int __init sl_check_params(void)
 	if (sl_burst < 1 || sl_burst > SL_MAX_BURST) {
 		pr_err("burst: %u out of range 1..%u\n",
 		       sl_burst, SL_MAX_BURST);
+		return -EINVAL;
+	}
+	if (sl_napis < 1 || sl_napis > SL_MAX_NAPIS) {
+		pr_err("napis: %u out of range 1..%u\n", sl_napis, SL_MAX_NAPIS);
+		return -EINVAL;
+	}
+	if (sl_napis > 1 && sl_burst != 1) {
+		pr_err("napis: %u instances poll once each per trigger, so burst must be 1 (is %u)\n",
+		       sl_napis, sl_burst);
 		return -EINVAL;
 	}
 	if (sl_cpu < 0 || sl_cpu >= nr_cpu_ids || !cpu_online(sl_cpu)) {
@@ -998,9 +1125,9 @@ static int __init sl_init(void)
 			goto fail;
 		}
 	}
-	pr_info("vector=%s spin_us=%u storm_spin_us=%u period_us=%u cpu=%d burst=%u\n",
+	pr_info("vector=%s spin_us=%u storm_spin_us=%u period_us=%u cpu=%d burst=%u napis=%u\n",
 		sl_vector_str, sl_spin_us, sl_storm_spin_us, sl_period_us,
-		sl_cpu, sl_burst);
+		sl_cpu, sl_burst, sl_napis);
 	return 0;
 
 fail:
