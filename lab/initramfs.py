@@ -18,7 +18,10 @@ PROGRAMS = [
     ("/bin/busybox", "busybox-static"),
     ("/usr/bin/cyclictest", "rt-tests"),
     ("/usr/bin/stress-ng", "stress-ng"),
+    ("/usr/bin/iperf3", "iperf3"),
 ]
+# The lab's own guest scripts (load generators that report metrics).
+GUEST_BIN = paths.GUEST_DIR / "bin"
 DIRS = ["bin", "usr/bin", "proc", "sys", "dev", "tmp", "lab", "root",
         "etc", "lib/modules"]
 
@@ -45,6 +48,8 @@ def shared_libraries(binary: str) -> list:
 def contents(extra: dict = None) -> dict:
     """Guest path -> host file, for everything the archive holds."""
     files = {"init": paths.GUEST_DIR / "init"}
+    for script in sorted(GUEST_BIN.iterdir()):
+        files["usr/bin/" + script.name] = script
     for prog, package in PROGRAMS:
         if not Path(prog).is_file():
             raise LabError(f"{prog} not found: install Debian package "

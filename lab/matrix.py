@@ -1,0 +1,115 @@
+"""The comparison matrix: variants x scenarios x boots, resumable.
+
+Each run has its own folder, results/<variant>/<scenario>/boot-<k>/, and
+is finished once its run.json says "ok" or "failed" (written atomically
+after the guest ends).  A re-run skips finished runs whose kernel and
+scenario are unchanged, redoes runs that were cut off ("running"), and
+redoes runs made from another kernel or scenario file.  A failed run is
+recorded with its reason and the matrix goes on.
+"""
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import boot, build, guestbuild, paths, qemu, store
+from .log import info
+
+PLAN = paths.GUEST_DIR / "plans" / "scenario.sh"
+BOOT_OVERHEAD_S = 12          # boot, probe phase, shutdown: measured
+
+
+def results_root() -> Path:
+    return paths.BUILD_DIR / "results"
+
+
+@dataclass
+class Cell:
+    variant: object       # variants.Variant
+    scenario: object      # scenario.Scenario
+    boot: int
+
+    def folder(self, root: Path) -> Path:
+        return root / self.variant.name / self.scenario.name / \
+            f"boot-{self.boot}"
+
+
+def finished(run_dir: Path, kernel_hash: str, scenario_digest: str) -> bool:
+    try:
+        record = store.read_json(run_dir / "run.json")
+    except (OSError, ValueError):
+        return False
+    return (record.get("status") in ("ok", "failed")
+            and record.get("kernel", {}).get("hash") == kernel_hash
+            and record.get("scenario", {}).get("digest") == scenario_digest)
+
+
+def disk_args(run_dir: Path, size_mb: int) -> list:
+    """A sparse scratch disk with one queue: only then do its completions
+    go through BLOCK_SOFTIRQ (blk-mq completes locally when a hardware
+    queue maps one CPU; QEMU 7.2 gives virtio-blk one queue per vCPU)."""
+    image = run_dir / "scratch.img"
+    with open(image, "wb") as f:
+        f.truncate(size_mb << 20)
+    return ["-drive", f"file={image},if=none,id=scratch,format=raw",
+            "-device", "virtio-blk-pci,drive=scratch,num-queues=1"]
+
+
+def expected_seconds(scenario) -> float:
+    probe = 8 if scenario.probe else 0
+    return scenario.duration + BOOT_OVERHEAD_S + probe
+
+
+def run(variants: list, scenarios: list, boots: int,
+        root: Path = None) -> list:
+    """Run every cell not yet finished; return all cells' run folders."""
+    root = root or results_root()
+    built = {v.name: build.build(v, i, len(variants))
+             for i, v in enumerate(variants, 1)}
+    initrds = {v.name: guestbuild.initrd(v, built[v.name]) for v in variants}
+    accel = qemu.choose_accel(built[variants[0].name].image)
+    info(f"accelerator: {accel.name} ({accel.reason})")
+
+    # Boot-major order: every cell gets its first boot before any gets a
+    # second, so a stopped matrix is still a usable comparison.
+    cells = [Cell(v, s, k) for k in range(1, boots + 1)
+             for s in scenarios for v in variants]
+    todo = [c for c in cells if not finished(
+        c.folder(root), built[c.variant.name].meta["hash"],
+        c.scenario.digest)]
+    if len(todo) < len(cells):
+        info(f"{len(cells) - len(todo)} of {len(cells)} runs already done; "
+             f"resuming")
+    left = sum(expected_seconds(c.scenario) for c in todo)
+    spent, done = 0.0, 0
+    for i, c in enumerate(todo, 1):
+        eta = left * (spent / done if done else 1)
+        info(f"run {i}/{len(todo)}: {c.variant.name} {c.scenario.name} "
+             f"boot {c.boot}/{boots}, about {int(eta) // 60}:"
+             f"{int(eta) % 60:02d} left")
+        started = time.monotonic()
+        record = run_cell(c, built[c.variant.name], initrds[c.variant.name],
+                          accel, root)
+        took = time.monotonic() - started
+        spent += took / expected_seconds(c.scenario)
+        done += 1
+        left -= expected_seconds(c.scenario)
+        if record["status"] != "ok":
+            info(f"  failed: {record['reason'].splitlines()[0]}")
+    return [c.folder(root) for c in cells]
+
+
+def run_cell(c: Cell, built_kernel, initrd: Path, accel, root: Path) -> dict:
+    run_dir = c.folder(root)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    extra = disk_args(run_dir, c.scenario.disk) if c.scenario.disk else []
+    timeout = 3 * expected_seconds(c.scenario) + 60
+    try:
+        return boot.run_plan(
+            built_kernel, PLAN, run_dir, accel, timeout=timeout,
+            initrd=initrd, extra_args=extra, env=c.scenario.plan_env(),
+            context={"scenario": {"name": c.scenario.name,
+                                  "digest": c.scenario.digest,
+                                  "text": c.scenario.path.read_text()},
+                     "boot": c.boot})
+    finally:
+        (run_dir / "scratch.img").unlink(missing_ok=True)

@@ -1,0 +1,112 @@
+"""Read one run folder into a summary: what the guest measured.
+
+Everything here reads files the guest wrote; nothing re-runs.  So a report
+can be made wherever the results were copied.
+"""
+import json
+import re
+from pathlib import Path
+
+from . import store
+
+USER_HZ = 100          # /proc/<pid>/stat times are in USER_HZ ticks
+VECTORS = ["HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL",
+           "TASKLET", "SCHED", "HRTIMER", "RCU"]
+
+
+def histogram(cyclictest_json: dict) -> dict:
+    """Latency histogram of all threads, {us: count}; samples beyond the
+    histogram's range (overflows) are counted at its last bucket + 1."""
+    merged, top = {}, 0
+    for thread in cyclictest_json.get("thread", {}).values():
+        hist = {int(k): int(v) for k, v in thread.get("histogram",
+                                                       {}).items()}
+        for us, n in hist.items():
+            merged[us] = merged.get(us, 0) + n
+            top = max(top, us)
+        over = int(thread.get("cycles", 0)) - sum(hist.values())
+        if over > 0:
+            edge = max(int(thread.get("max", 0)), 20000)
+            merged[edge] = merged.get(edge, 0) + over
+    return merged
+
+
+def softirqs(path: Path) -> dict:
+    """/proc/softirqs: {vector: total over CPUs}."""
+    out = {}
+    for line in path.read_text().splitlines()[1:]:
+        name, *counts = line.split()
+        out[name.rstrip(":")] = sum(int(c) for c in counts)
+    return out
+
+
+def ksoftirqd_seconds(before: Path, after: Path) -> float:
+    def read(p):
+        return {a: int(b) for a, b in (line.split()
+                for line in p.read_text().splitlines() if line.strip())}
+    b, a = read(before), read(after)
+    return sum(a[k] - b.get(k, 0) for k in a) / USER_HZ
+
+
+METRIC_RE = re.compile(r"^metric (\w+) ([-0-9.e+]+) (.*)$")
+
+
+def metrics(run_dir: Path) -> dict:
+    """'metric NAME VALUE UNIT' lines of the background commands."""
+    out = {}
+    for log in sorted(run_dir.glob("bg-*.log")):
+        for line in log.read_text(errors="replace").splitlines():
+            m = METRIC_RE.match(line.strip())
+            if m:
+                out[m.group(1)] = {"value": float(m.group(2)),
+                                   "unit": m.group(3)}
+    return out
+
+
+def probe(run_dir: Path):
+    path = run_dir / "probe.jsonl"
+    if not path.is_file():
+        return None
+    lines = [json.loads(x) for x in path.read_text().splitlines() if x]
+    summary = lines[-1] if lines and lines[-1].get("summary") else {}
+    return {"summary": summary,
+            "latencies_us": [x["latency_us"] for x in lines
+                             if "latency_us" in x],
+            "cpus": [x["cpu"] for x in lines if "cpu" in x]}
+
+
+def affinity(run_dir: Path) -> dict:
+    """cyclictest thread id -> Cpus_allowed_list, and whether all could
+    move (every thread allowed on more than one CPU)."""
+    rows = dict(line.split(None, 1) for line in
+                (run_dir / "affinity.txt").read_text().splitlines()
+                if line.strip())
+    free = all(("-" in v or "," in v) for v in rows.values())
+    return {"threads": rows, "free_to_move": free}
+
+
+def summarize(run_dir: Path) -> dict:
+    record = store.read_json(run_dir / "run.json")
+    out = {"run": str(run_dir), "variant": record["variant"],
+           "scenario": record.get("scenario", {}).get("name"),
+           "boot": record.get("boot"), "status": record["status"],
+           "reason": record.get("reason", ""),
+           "accel": record["qemu"]["accel"]["name"],
+           "kernel": record["kernel"], "qemu": record["qemu"]}
+    if record["status"] != "ok":
+        return out
+    ct = json.loads((run_dir / "cyclictest.json").read_text())
+    duration = int(record.get("plan_env", {}).get("DURATION", 0)) or 1
+    before, after = (softirqs(run_dir / f"softirqs-{w}")
+                     for w in ("before", "after"))
+    out.update(
+        histogram=histogram(ct),
+        threads=ct.get("num_threads"),
+        affinity=affinity(run_dir),
+        softirqs={v: after.get(v, 0) - before.get(v, 0) for v in VECTORS},
+        ksoftirqd_cpu_percent=100 * ksoftirqd_seconds(
+            run_dir / "ksoftirqd-before", run_dir / "ksoftirqd-after")
+        / duration,
+        metrics=metrics(run_dir),
+        probe=probe(run_dir))
+    return out

@@ -1,0 +1,153 @@
+"""Scenarios: one small text file per load, under common/scenarios/.
+
+    # comment
+    description = what the load is, in one line
+    duration    = 20                      (seconds of measurement)
+    cyclictest  = -t 1 -p 99 -i 1000      (options; the lab adds the rest)
+    module      = vector=block spin_us=5000 period_us=20000 cpu=0
+    background  = stress-ng --cpu 2       (may repeat; run during the test)
+    disk        = 256                     (MB scratch disk, one queue)
+    probe       = -n 300 -c 0 -W 1        (softirq_probe, after cyclictest)
+    probe_module = vector=block spin_us=5000 cpu=0
+
+A scenario is data: adding one is adding a file.  Every mistake is
+reported with the file and line at fault, before anything starts.
+"""
+import hashlib
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import paths
+from .log import LabError
+
+SCENARIO_DIR = paths.REPO / "common" / "scenarios"
+SUFFIX = ".scenario"
+KEYS = {"description", "duration", "cyclictest", "module", "background",
+        "disk", "probe", "probe_module"}
+REPEATABLE = {"background"}
+# cyclictest options the lab sets itself: duration, histogram, output, and
+# never -a (pinned threads hide the placement effect under test).
+LAB_OWNED = {"-a", "--affinity", "-D", "--duration", "-h", "--histogram",
+             "-H", "--histofall", "--histfile", "--json", "-q", "--quiet",
+             "-m", "--mlockall", "-S", "--smp"}
+MODULE_PARAMS = {"vector", "spin_us", "storm_spin_us", "period_us", "cpu",
+                 "burst", "napis"}
+
+
+@dataclass
+class Scenario:
+    name: str
+    path: Path
+    description: str
+    duration: int
+    cyclictest: str = "-t 1 -p 99 -i 1000"
+    module: str = ""
+    background: list = field(default_factory=list)
+    disk: int = 0
+    probe: str = ""
+    probe_module: str = ""
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(self.path.read_bytes()).hexdigest()
+
+    def plan_env(self) -> dict:
+        """The guest plan's parameters (guest/plans/scenario.sh)."""
+        env = {"DURATION": self.duration, "CYCLICTEST": self.cyclictest,
+               "MODULE_ARGS": self.module, "DISK": self.disk,
+               "PROBE_ARGS": self.probe,
+               "PROBE_MODULE_ARGS": self.probe_module,
+               "NBACKGROUND": len(self.background)}
+        for i, cmd in enumerate(self.background):
+            env[f"BACKGROUND_{i}"] = cmd
+        return env
+
+
+def _check_module_args(value: str, where: str, key: str) -> None:
+    for word in value.split():
+        name = word.split("=", 1)[0]
+        if "=" not in word or name not in MODULE_PARAMS:
+            raise LabError(f"{where}: {key}: {word!r} is not a softirq_load "
+                           f"parameter (name=value; known: "
+                           f"{', '.join(sorted(MODULE_PARAMS))})")
+
+
+def _check_cyclictest(value: str, where: str) -> None:
+    try:
+        words = shlex.split(value)
+    except ValueError as e:
+        raise LabError(f"{where}: cyclictest: {e}") from None
+    for w in words:
+        opt = w.split("=", 1)[0]
+        if opt in LAB_OWNED:
+            raise LabError(f"{where}: cyclictest: {opt} is set by the lab "
+                           f"(threads are never pinned; duration, histogram"
+                           f" and JSON output come from the scenario)")
+
+
+def parse(path: Path) -> Scenario:
+    name = path.name[:-len(SUFFIX)] if path.name.endswith(SUFFIX) \
+        else path.name
+    if not re.match(r"^[a-z0-9][a-z0-9-]*$", name):
+        raise LabError(f"{path}: scenario name {name!r}: use lower case, "
+                       f"digits and '-'")
+    values, lines = {"background": []}, {}
+    for lineno, raw in enumerate(path.read_text().splitlines(), 1):
+        line = raw.strip()
+        where = f"{path}:{lineno}"
+        if not line or line.startswith("#"):
+            continue
+        if "=" not in line:
+            raise LabError(f"{where}: expected 'key = value', got {raw!r}")
+        key, value = (p.strip() for p in line.split("=", 1))
+        if key not in KEYS:
+            raise LabError(f"{where}: unknown key {key!r}; known: "
+                           f"{', '.join(sorted(KEYS))}")
+        if not value:
+            raise LabError(f"{where}: {key} has no value")
+        if key in REPEATABLE:
+            values[key].append(value)
+            continue
+        if key in lines:
+            raise LabError(f"{where}: {key} already set on line "
+                           f"{lines[key]}")
+        lines[key] = lineno
+        if key in ("duration", "disk"):
+            lo, hi = (1, 3600) if key == "duration" else (16, 65536)
+            if not value.isdigit() or not lo <= int(value) <= hi:
+                raise LabError(f"{where}: {key} must be a whole number "
+                               f"from {lo} to {hi}, got {value!r}")
+            value = int(value)
+        elif key in ("module", "probe_module"):
+            _check_module_args(value, where, key)
+        elif key == "cyclictest":
+            _check_cyclictest(value, where)
+        values[key] = value
+    for required in ("description", "duration"):
+        if required not in values:
+            raise LabError(f"{path}: missing '{required} = ...'")
+    if bool(values.get("probe")) != bool(values.get("probe_module")):
+        raise LabError(f"{path}: probe and probe_module go together "
+                       f"(the probe needs the module loaded on demand)")
+    return Scenario(name=name, path=path, **values)
+
+
+def discover(root: Path = None) -> list:
+    root = root or SCENARIO_DIR
+    return [parse(p) for p in sorted(root.glob("*" + SUFFIX))]
+
+
+def select(names: str = "", root: Path = None) -> list:
+    every = discover(root)
+    if not names.strip():
+        return every
+    by_name = {s.name: s for s in every}
+    chosen = []
+    for n in re.split(r"[,\s]+", names.strip()):
+        if n not in by_name:
+            raise LabError(f"unknown scenario {n!r}; known: "
+                           f"{', '.join(by_name)}")
+        chosen.append(by_name[n])
+    return chosen

@@ -1,0 +1,91 @@
+"""Scenario files: parsing, and errors that name the file and line."""
+import pytest
+
+from lab import scenario
+from lab.log import LabError
+
+
+def write(tmp_path, text, name="s.scenario"):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_full_scenario(tmp_path):
+    s = scenario.parse(write(tmp_path, """\
+# comment
+description = a test load
+duration = 20
+cyclictest = -t 2 -p 99 -i 500
+module = vector=block spin_us=5000 period_us=20000 cpu=0
+background = stress-ng --cpu 1
+background = lab-fsnoise $DURATION /mnt/disk
+disk = 64
+probe = -n 10 -c 0
+probe_module = vector=block cpu=0
+"""))
+    assert (s.name, s.duration, s.disk) == ("s", 20, 64)
+    assert s.background == ["stress-ng --cpu 1",
+                            "lab-fsnoise $DURATION /mnt/disk"]
+    env = s.plan_env()
+    assert env["NBACKGROUND"] == 2 and env["BACKGROUND_1"].startswith("lab-")
+    assert env["CYCLICTEST"] == "-t 2 -p 99 -i 500"
+
+
+def test_defaults(tmp_path):
+    s = scenario.parse(write(tmp_path, "description = x\nduration = 5\n"))
+    assert s.cyclictest == "-t 1 -p 99 -i 1000" and s.background == []
+    assert s.disk == 0 and s.module == ""
+
+
+@pytest.mark.parametrize("text, line, words", [
+    ("description = x\nduration = 5\nfoo = 1\n", 3, "unknown key 'foo'"),
+    ("description = x\nduration = five\n", 2, "whole number from 1"),
+    ("description = x\nduration = 5\nduration = 6\n", 3,
+     "already set on line 2"),
+    ("description = x\nduration = 5\njust words\n", 3, "expected 'key = "),
+    ("description = x\nduration = 5\nmodule = vector=block bogus=1\n", 3,
+     "'bogus=1' is not a softirq_load parameter"),
+    ("description = x\nduration = 5\ncyclictest = -t 1 -a 0\n", 3,
+     "-a is set by the lab"),
+    ("description = x\nduration = 5\ncyclictest = -t 1 --json=x\n", 3,
+     "--json is set by the lab"),
+    ("description = x\nduration = 5\ndisk = 1\n", 3, "from 16 to 65536"),
+    ("description =\nduration = 5\n", 1, "description has no value"),
+])
+def test_errors_name_file_and_line(tmp_path, text, line, words):
+    p = write(tmp_path, text)
+    with pytest.raises(LabError) as e:
+        scenario.parse(p)
+    assert str(e.value).startswith(f"{p}:{line}: ")
+    assert words in str(e.value)
+
+
+def test_missing_required_key(tmp_path):
+    p = write(tmp_path, "description = x\n")
+    with pytest.raises(LabError, match=r"missing 'duration = \.\.\.'"):
+        scenario.parse(p)
+
+
+def test_probe_needs_its_module(tmp_path):
+    p = write(tmp_path, "description = x\nduration = 5\nprobe = -n 1\n")
+    with pytest.raises(LabError, match="probe and probe_module go together"):
+        scenario.parse(p)
+
+
+def test_bad_name(tmp_path):
+    with pytest.raises(LabError, match="scenario name"):
+        scenario.parse(write(tmp_path, "description = x\nduration = 1\n",
+                             name="Bad_Name.scenario"))
+
+
+def test_repository_scenarios_parse():
+    names = {s.name for s in scenario.discover()}
+    assert {"idle", "fs-noise", "net-noise", "long-block", "short-storm",
+            "all-busy", "cost"} <= names
+
+
+def test_select_unknown(tmp_path):
+    write(tmp_path, "description = x\nduration = 1\n", "a.scenario")
+    with pytest.raises(LabError, match="unknown scenario 'b'; known: a"):
+        scenario.select("b", tmp_path)
