@@ -2,20 +2,26 @@
 # Debian's python3 is used on purpose: it sees Debian's numpy/scipy/matplotlib.
 PY ?= /usr/bin/python3
 VARIANTS ?=
+SCENARIOS ?=
+BOOTS ?= 2
+NAME ?= lab
 LAB = $(PY) -m lab
+MATRIX = --variants "$(VARIANTS)" --scenarios "$(SCENARIOS)" --name "$(NAME)"
 
-.PHONY: all lab check deps variants health accel clean help
+.PHONY: all lab compare check deps variants health accel clean help
 
 all: help
 
 help:
-	@echo "make lab       build every variant, boot each, report (main job)"
+	@echo "make lab       build the variants, run the matrix, write the report"
+	@echo "make compare   write the report again from existing results"
 	@echo "make check     run the tests (unit tests, then boot tests)"
 	@echo "make variants  build the variant kernels (cached)"
 	@echo "make health    boot each variant and prove which kernel it is"
 	@echo "make accel     say which accelerator guests use, and why"
 	@echo "make deps      install the Debian packages the lab needs"
-	@echo "VARIANTS=a,b narrows any of these to some variants"
+	@echo "VARIANTS=a,b SCENARIOS=x,y BOOTS=n narrow the matrix; NAME=n"
+	@echo "names the report folder reports/<date>-<n>"
 
 deps:
 	@sh lab/deps.sh
@@ -29,10 +35,13 @@ health: deps
 accel: deps
 	@$(LAB) accel --variants "$(VARIANTS)"
 
-# Until the comparison matrix lands, the main job builds and boots every
-# variant and prints one health line per variant.
+# The main job: build, run every (variant, scenario, boot) not yet run,
+# then write reports/<date>-$(NAME)/.  Stopped, it resumes where it was.
 lab: deps
-	@$(LAB) health --variants "$(VARIANTS)"
+	@$(LAB) run $(MATRIX) --boots $(BOOTS)
+
+compare: deps
+	@$(LAB) compare $(MATRIX)
 
 check: deps
 	@$(PY) -m pytest -p no:cacheprovider -q lab/tests

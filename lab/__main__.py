@@ -2,7 +2,10 @@
 import argparse
 import sys
 
-from . import boot, build, health, paths, qemu, variants
+from pathlib import Path
+
+from . import (boot, build, health, matrix, paths, qemu, report, scenario,
+               variants)
 from .log import LabError, info
 
 
@@ -39,6 +42,38 @@ def cmd_health(args) -> int:
     return 1 if failed else 0
 
 
+def cmd_run(args) -> int:
+    chosen = variants.select(args.variants)
+    scens = scenario.select(args.scenarios)
+    if chosen[0].name != "baseline":
+        raise LabError("the matrix needs baseline (the reference): add it "
+                       "to --variants")
+    root = Path(args.results) if args.results else matrix.results_root()
+    matrix.run(chosen, scens, args.boots, root)
+    return _report(args, root, [v.name for v in chosen],
+                   [s.name for s in scens])
+
+
+def cmd_compare(args) -> int:
+    root = Path(args.results) if args.results else matrix.results_root()
+    names = [v.name for v in variants.select(args.variants)] \
+        if args.variants else None
+    scens = [s.name for s in scenario.select(args.scenarios)] \
+        if args.scenarios else None
+    return _report(args, root, names, scens)
+
+
+def _report(args, root, names, scens) -> int:
+    out = Path(args.out) if args.out else report.default_folder(args.name)
+    descriptions = {s.name: s.description for s in scenario.discover()}
+    command = "python3 -m lab " + " ".join(sys.argv[1:]) \
+        if sys.argv[0].endswith("__main__.py") else "make lab"
+    report.write(root, out, descriptions, command, names, scens)
+    print((out / "report.txt").read_text(), end="")
+    info(f"report: {out}/report.txt, {out}/report.md")
+    return 0
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="python3 -m lab",
                                 description="softirq-rt lab")
@@ -65,6 +100,27 @@ def parse_args(argv):
     h.add_argument("--timeout", type=float, default=120,
                    help="watchdog: seconds before a guest counts as hung")
     h.set_defaults(func=cmd_health)
+
+    def with_matrix(sp):
+        with_variants(sp)
+        sp.add_argument("--scenarios", default="",
+                        help="comma-separated names (default: all)")
+        sp.add_argument("--results", default="",
+                        help="results folder (default: build/results)")
+        sp.add_argument("--name", default="lab",
+                        help="report folder: reports/<date>-<name>")
+        sp.add_argument("--out", default="",
+                        help="report folder, instead of reports/<date>-<name>")
+        return sp
+
+    r = with_matrix(sub.add_parser(
+        "run", help="run the matrix (resumable), then write the report"))
+    r.add_argument("--boots", type=int, default=2)
+    r.set_defaults(func=cmd_run)
+
+    c = with_matrix(sub.add_parser(
+        "compare", help="write the report from existing results only"))
+    c.set_defaults(func=cmd_compare)
     return p.parse_args(argv)
 
 

@@ -12,6 +12,7 @@ from scipy import stats as sps
 QUANTILES = {"min": 0.0, "median": 0.5, "p99": 0.99, "p99.9": 0.999,
              "max": 1.0}
 ALPHA = 0.01           # significance level for calling a difference
+MIN_BOOTS = 2          # boot-to-boot spread is unknown from one boot
 BOOTSTRAP = 2000
 SEED = 20221116        # fixed: the same data gives the same report
 
@@ -99,9 +100,10 @@ def compare(variant_hists: list, base_hists: list, noise_floor_us: float,
             metric: str = "p99") -> dict:
     """variant against baseline on one metric: ratio, p-values, verdict.
 
-    A win needs all three: the one-sided Mann-Whitney U test says the
-    variant's latencies are lower (p < ALPHA), the metric's 95% intervals
-    do not overlap, and the difference exceeds the noise floor.
+    A win needs at least MIN_BOOTS boots on each side and all three: the
+    one-sided Mann-Whitney U test says the variant's latencies are lower
+    (p < ALPHA), the metric's 95% intervals over boots do not overlap,
+    and the difference exceeds the noise floor.
     """
     v, b = cell(variant_hists), cell(base_hists)
     x, y = samples(pooled(variant_hists)), samples(pooled(base_hists))
@@ -111,7 +113,9 @@ def compare(variant_hists: list, base_hists: list, noise_floor_us: float,
     apart = v[metric + "_ci"][1] < b[metric + "_ci"][0] or \
         v[metric + "_ci"][0] > b[metric + "_ci"][1]
     verdict = "no difference"
-    if apart and abs(diff) > noise_floor_us:
+    if min(len(variant_hists), len(base_hists)) < MIN_BOOTS:
+        verdict = "too few boots"
+    elif apart and abs(diff) > noise_floor_us:
         if diff < 0 and p_less < ALPHA:
             verdict = "win"
         elif diff > 0 and p_greater < ALPHA:

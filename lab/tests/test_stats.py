@@ -73,3 +73,8 @@ def test_overlapping_boots_are_not_a_win():
     mixed = [uniform(50, 300), uniform(1000, 5000)]
     r = stats.compare(mixed, base, noise_floor_us=10)
     assert not r["intervals_apart"] and r["verdict"] == "no difference"
+
+
+def test_one_boot_is_never_a_verdict():
+    r = stats.compare([uniform(50, 300)], [uniform(1000, 5000)], 10)
+    assert r["verdict"] == "too few boots" and r["p_less"] < 1e-6
