@@ -187,7 +187,8 @@ def text_report(runs: list, a: dict, descriptions: dict) -> str:
                 found = True
                 b = a["cells"][f"{scen}/baseline"]["latency"]["p99"]
                 v = a["cells"][f"{scen}/{var}"]["latency"]["p99"]
-                out += _wrap(f"- {var} {vs['verdict']}s in {scen}: p99 "
+                word = "wins" if vs["verdict"] == "win" else "loses"
+                out += _wrap(f"- {var} {word} in {scen}: p99 "
                              f"{fmt_us(b)} -> {fmt_us(v)} us "
                              f"(p={vs['p_less' if vs['verdict'] == 'win' else 'p_greater']:.1g}).",
                              "")

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from . import paths
 from .log import LabError
+from .variants import pick
 
 SCENARIO_DIR = paths.REPO / "common" / "scenarios"
 SUFFIX = ".scenario"
@@ -140,14 +141,5 @@ def discover(root: Path = None) -> list:
 
 
 def select(names: str = "", root: Path = None) -> list:
-    every = discover(root)
-    if not names.strip():
-        return every
-    by_name = {s.name: s for s in every}
-    chosen = []
-    for n in re.split(r"[,\s]+", names.strip()):
-        if n not in by_name:
-            raise LabError(f"unknown scenario {n!r}; known: "
-                           f"{', '.join(by_name)}")
-        chosen.append(by_name[n])
-    return chosen
+    """Scenarios named in a comma/space separated list, or all of them."""
+    return pick(discover(root), names, "scenario")

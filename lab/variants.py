@@ -90,16 +90,20 @@ def discover(root: Path = None) -> list:
     return found
 
 
-def select(names: str = "", root: Path = None) -> list:
-    """Variants named in a comma/space separated list, or all of them."""
-    every = discover(root)
+def pick(every: list, names: str, what: str) -> list:
+    """The items named in a comma/space separated list, or all of them."""
     if not names.strip():
         return every
-    by_name = {v.name: v for v in every}
+    by_name = {item.name: item for item in every}
     chosen = []
     for n in re.split(r"[,\s]+", names.strip()):
         if n not in by_name:
-            raise LabError(f"unknown variant {n!r}; known: "
+            raise LabError(f"unknown {what} {n!r}; known: "
                            f"{', '.join(by_name)}")
         chosen.append(by_name[n])
     return chosen
+
+
+def select(names: str = "", root: Path = None) -> list:
+    """Variants named in a comma/space separated list, or all of them."""
+    return pick(discover(root), names, "variant")

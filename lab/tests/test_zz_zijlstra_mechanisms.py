@@ -30,10 +30,21 @@ def share(hist, lo_us, hi_us):
     return sum(c for b, c in hist if lo_us <= b < hi_us) / total
 
 
-def module_load(variant, built, accel, test, module_args, hog=""):
-    return run_in_guest("module-load.sh", variant, built, accel, test,
-                        env={"MODULE_ARGS": module_args, "HOG": hog,
-                             "DURATION": 3})
+def first_batches(name, all_variants, built, accel, test, module_args,
+                  hog=""):
+    """Run module-load.sh in variant `name`; its first-batch histogram."""
+    v = by_name(all_variants, name)
+    run_dir = run_in_guest("module-load.sh", v, built, accel, test,
+                           env={"MODULE_ARGS": module_args, "HOG": hog,
+                                "DURATION": 3})
+    return batch_hist(run_dir)
+
+
+def check_seen(name, hist, lo_us, hi_us):
+    """The mechanism is seen when 70% of first batches fall in [lo, hi)."""
+    seen = share(hist, lo_us, hi_us) >= 0.7
+    assert seen == MECHANISM_SEEN[name], f"{name}: first batches {hist}"
+    return seen
 
 
 # Chains of 12 TASKLET runs of 600 us each, every 30 ms, CPU0 otherwise
@@ -45,13 +56,10 @@ def module_load(variant, built, accel, test, module_args, hog=""):
 # at 6.0-6.1 ms.
 @pytest.mark.parametrize("name", list(MECHANISM_SEEN))
 def test_budget_is_2ms_of_real_time(name, all_variants, built, accel):
-    v = by_name(all_variants, name)
-    run_dir = module_load(v, built, accel, "budget-idle",
-                          "vector=tasklet storm_spin_us=600 burst=12 "
-                          "period_us=30000 cpu=0")
-    hist = batch_hist(run_dir)
-    seen = share(hist, 1800, 3000) >= 0.7
-    assert seen == MECHANISM_SEEN[name], f"{name}: first batches {hist}"
+    hist = first_batches(name, all_variants, built, accel, "budget-idle",
+                         "vector=tasklet storm_spin_us=600 burst=12 "
+                         "period_us=30000 cpu=0")
+    check_seen(name, hist, 1800, 3000)
 
 
 # The same chains while a SCHED_FIFO task spins on CPU0 (stress-ng): the
@@ -61,15 +69,12 @@ def test_budget_is_2ms_of_real_time(name, all_variants, built, accel):
 # batches at 0.6 ms; baseline 2 of 100 under 1 ms.
 @pytest.mark.parametrize("name", list(MECHANISM_SEEN))
 def test_budget_over_an_rt_task_is_500us(name, all_variants, built, accel):
-    v = by_name(all_variants, name)
-    run_dir = module_load(v, built, accel, "budget-rt",
-                          "vector=tasklet storm_spin_us=600 burst=12 "
-                          "period_us=30000 cpu=0",
-                          hog="stress-ng --cpu 1 --taskset 0 --sched fifo "
-                              "--sched-prio 50 -t 3")
-    hist = batch_hist(run_dir)
-    seen = share(hist, 0, 1000) >= 0.7
-    assert seen == MECHANISM_SEEN[name], f"{name}: first batches {hist}"
+    hist = first_batches(name, all_variants, built, accel, "budget-rt",
+                         "vector=tasklet storm_spin_us=600 burst=12 "
+                         "period_us=30000 cpu=0",
+                         hog="stress-ng --cpu 1 --taskset 0 --sched fifo "
+                             "--sched-prio 50 -t 3")
+    check_seen(name, hist, 0, 1000)
 
 
 # Five NAPI instances scheduled at once, each poll 1 ms: net_rx_action()
@@ -80,12 +85,8 @@ def test_budget_over_an_rt_task_is_500us(name, all_variants, built, accel):
 # baseline all five polls inline.
 @pytest.mark.parametrize("name", list(MECHANISM_SEEN))
 def test_net_rx_stops_between_napi_polls(name, all_variants, built, accel):
-    v = by_name(all_variants, name)
-    run_dir = module_load(v, built, accel, "net-rx-napis",
-                          "vector=net_rx napis=5 spin_us=1000 "
-                          "period_us=30000 cpu=0")
-    hist = batch_hist(run_dir)
-    seen = share(hist, 1800, 3000) >= 0.7
-    assert seen == MECHANISM_SEEN[name], f"{name}: first batches {hist}"
-    if not seen:
+    hist = first_batches(name, all_variants, built, accel, "net-rx-napis",
+                         "vector=net_rx napis=5 spin_us=1000 "
+                         "period_us=30000 cpu=0")
+    if not check_seen(name, hist, 1800, 3000):
         assert share(hist, 4500, 10000) >= 0.7, f"{name}: {hist}"
