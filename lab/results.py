@@ -70,9 +70,9 @@ def probe(run_dir: Path):
     lines = [json.loads(x) for x in path.read_text().splitlines() if x]
     summary = lines[-1] if lines and lines[-1].get("summary") else {}
     return {"summary": summary,
-            "latencies_us": [x["latency_us"] for x in lines
-                             if "latency_us" in x],
-            "cpus": [x["cpu"] for x in lines if "cpu" in x]}
+            "samples": [{k: x[k] for k in ("latency_us", "cpu", "prev_cpu",
+                                           "waker_us") if k in x}
+                        for x in lines if "latency_us" in x]}
 
 
 def affinity(run_dir: Path) -> dict:

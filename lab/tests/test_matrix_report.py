@@ -40,6 +40,14 @@ def fake_run(root, variant, scen, boot, lo, hi, status="ok", seed=0):
     (d / "ksoftirqd-before").write_text("ksoftirqd/0 10\nksoftirqd/1 0\n")
     (d / "ksoftirqd-after").write_text("ksoftirqd/0 40\nksoftirqd/1 0\n")
     (d / "bg-0.log").write_text("noise\nmetric block_read_mb_s 123 MB/s\n")
+    if scen == "long":
+        samples = [{"i": i, "latency_us": 300 if i % 2 else 4000,
+                    "cpu": i % 2, "prev_cpu": 0,
+                    "waker_us": 100 if i < 8 else 3000} for i in range(10)]
+        (d / "probe.jsonl").write_text("".join(
+            json.dumps(x) + "\n" for x in samples) + json.dumps(
+            {"summary": True, "n": 10, "requested": 10, "missed": 0}) +
+            "\n")
     store.write_json(d / "run.json", {
         "variant": variant, "status": status, "boot": boot,
         "reason": "" if status == "ok" else "guest hung: watchdog",
@@ -123,6 +131,8 @@ def test_report_from_run_folders(tmp_path):
     assert "guest hung: watchdog" in text          # failed run listed
     assert "block_read_mb_s 123.0" in text
     assert "ksoftirqd 2.0% CPU" in text            # 30 ticks over 15 s
+    # 8 of 10 wake-ups in time per boot, half of them moved
+    assert "median 4000, p99 4000, moved 50% (16/20)" in text
     a = json.loads((out / "data" / "analysis.json").read_text())
     assert a["cells"]["long/better"]["vs_baseline"]["verdict"] == "win"
     assert a["cells"]["idle/better"]["vs_baseline"]["verdict"] == \
