@@ -147,3 +147,21 @@ def test_short_storm_stops_after_one_vector(name, all_variants, built,
     assert s["median_us"] >= want.get("median_min_us", 0), seen
     assert deferred >= want.get("deferred_min", 0), seen
     assert deferred <= want.get("deferred_max", 1), seen
+
+
+def test_bad_module_parameter_fails_the_run_not_hangs(all_variants, built,
+                                                      accel):
+    """insmod refuses spin_us=0; the run ends at once, marked failed, with
+    the kernel's reason in plan.log."""
+    v = by_name(all_variants, "baseline")
+    run_dir = paths.BUILD_DIR / "test-runs" / "bad-param" / v.name
+    record = boot.run_plan(built[v.name], PLANS / "probe.sh", run_dir,
+                           accel, timeout=120,
+                           initrd=guestbuild.initrd(v, built[v.name]),
+                           env={"MODULE_ARGS": "vector=block spin_us=0",
+                                "PROBE_ARGS": "-n 1"})
+    assert record["status"] == "failed"
+    assert not record["watchdog_fired"]
+    assert record["reason"].startswith("plan failed with exit")
+    assert "Invalid argument" in record["reason"] or \
+        "Invalid" in (run_dir / "plan.log").read_text()

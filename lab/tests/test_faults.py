@@ -1,0 +1,86 @@
+"""Faults the host side must meet with a clear message and no loss."""
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from lab import paths, source
+from lab.log import LabError
+
+HOST_SIDE = [*sorted((paths.REPO / "lab").glob("*.py")),
+             paths.REPO / "lab" / "deps.sh", paths.REPO / "Makefile",
+             paths.REPO / ".ci" / "run"]
+
+
+def test_host_side_never_loads_kernel_code():
+    """Modules are loaded inside guests only: no host code runs insmod,
+    modprobe, rmmod or kexec (guest plans under guest/ may)."""
+    words = re.compile(r"\b(insmod|modprobe|rmmod|kexec|init_module|"
+                       r"finit_module)\b")
+    for f in HOST_SIDE:
+        for n, line in enumerate(f.read_text().splitlines(), 1):
+            assert not words.search(line), f"{f}:{n}: {line.strip()}"
+
+
+def test_missing_packaged_source_says_what_to_install(tmp_path,
+                                                       monkeypatch):
+    monkeypatch.setenv("LAB_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(LabError) as e:
+        source.unpacked_source(tmp_path / "linux-source-6.1.tar.xz")
+    assert "not found" in str(e.value)
+    assert "linux-source-6.1" in str(e.value) and "make deps" in str(e.value)
+
+
+def fake_tarball(tmp_path, version):
+    tree = tmp_path / "linux-source-x"
+    tree.mkdir()
+    major, minor, sub = version.split(".")
+    (tree / "Makefile").write_text(f"VERSION = {major}\nPATCHLEVEL = "
+                                   f"{minor}\nSUBLEVEL = {sub}\n")
+    tarball = tmp_path / "linux-source.tar.xz"
+    subprocess.run(["tar", "-cJf", str(tarball), "-C", str(tmp_path),
+                    tree.name], check=True)
+    return tarball
+
+
+def test_other_kernel_version_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("LAB_CACHE", str(tmp_path / "cache"))
+    tarball = fake_tarball(tmp_path, "5.10.200")
+    with pytest.raises(LabError, match=r"holds Linux 5\.10\.200, the lab "
+                                       r"needs 6\.1\.x: install it with"):
+        source.unpacked_source(tarball)
+    # nothing half-unpacked is left to be mistaken for a source tree
+    assert not any((tmp_path / "cache" / "source").glob("*/Makefile"))
+
+
+def test_packaged_source_is_unpacked_once(tmp_path, monkeypatch):
+    monkeypatch.setenv("LAB_CACHE", str(tmp_path / "cache"))
+    tarball = fake_tarball(tmp_path, "6.1.192")
+    repo, digest, version = source.unpacked_source(tarball)
+    assert version == "6.1.192" and (repo / "Makefile").is_file()
+    tag = source.git(repo, "rev-parse", source.BASE_TAG).stdout.strip()
+    assert len(tag) == 40
+    assert source.unpacked_source(tarball) == (repo, digest, version)
+
+
+def test_results_are_written_atomically(tmp_path, monkeypatch):
+    """A crash during a write leaves the old file whole, never half."""
+    from lab import store
+    target = tmp_path / "run.json"
+    store.write_json(target, {"status": "ok"})
+
+    def crash(*a, **k):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(store.os, "replace", crash)
+    with pytest.raises(OSError):
+        store.write_json(target, {"status": "running"})
+    assert store.read_json(target) == {"status": "ok"}
+
+
+def test_deps_script_is_plain_sh():
+    """make deps must run on a fresh machine before python3 is there."""
+    script = Path(paths.REPO / "lab" / "deps.sh")
+    assert script.read_text().startswith("#!/bin/sh")
+    r = subprocess.run(["sh", "-n", str(script)], capture_output=True)
+    assert r.returncode == 0, r.stderr
