@@ -121,11 +121,13 @@ def test_long_handler_wakeup(name, vector, all_variants, built, accel):
 # 1551, 3838, 3595, 3092 us), and the module saw 1 ms handler runs take up
 # to 12 ms of guest time, i.e. the vCPU was not run; which is the
 # emulator, not the kernel (see the fidelity and trace issues).
-# Measured: baseline medians 3780-3865 us, stultz-v5 3779-3939 us, none
-# under 2 ms; TASKLET in ksoftirqd 0%, 0%, and 99-100% on zijlstra.
+# Measured: baseline medians 3780-8503 us, stultz-v5 3779-10324 us;
+# TASKLET in ksoftirqd 0-2% and 0-8% (stultz-v5 defers the long vectors
+# while the RT probe runs, and ksoftirqd then takes what is pending), and
+# 99-100% on zijlstra.
 SHORT_STORM = {
-    "baseline": {"median_min_us": 2500, "deferred_max": 0.1},
-    "stultz-v5": {"median_min_us": 2500, "deferred_max": 0.1},
+    "baseline": {"median_min_us": 2500, "deferred_max": 0.3},
+    "stultz-v5": {"median_min_us": 2500, "deferred_max": 0.3},
     "zijlstra": {"deferred_min": 0.8},
 }
 
