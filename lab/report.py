@@ -200,10 +200,11 @@ def text_report(runs: list, a: dict, descriptions: dict) -> str:
                 b = a["cells"][f"{scen}/baseline"]["latency"]["p99"]
                 v = a["cells"][f"{scen}/{var}"]["latency"]["p99"]
                 word = "wins" if vs["verdict"] == "win" else "loses"
+                p = vs["p_less" if vs["verdict"] == "win" else "p_greater"]
                 out += _wrap(f"- {var} {word} in {scen}: p99 "
-                             f"{fmt_us(b)} -> {fmt_us(v)} us "
-                             f"(p={vs['p_less' if vs['verdict'] == 'win' else 'p_greater']:.1g}).",
-                             "")
+                             f"{fmt_us(b)} -> {fmt_us(v)} us (p={p:.1g}; "
+                             f"noise floor {fmt_us(vs['noise_floor_us'])} "
+                             f"us).", "")
     if not found:
         out.append("- none.")
     if a["failed"]:
