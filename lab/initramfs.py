@@ -1,9 +1,10 @@
 """The guest's initramfs: Debian's binaries, their libraries, our init.
 
 Programs come from the host's Debian packages (busybox-static, rt-tests,
-stress-ng) with the shared libraries ldd names for them, so the guest runs
-exactly the versions a kernel developer on Debian 12 runs.  The archive is
-made with cpio (newc) and cached by the content of everything in it.
+stress-ng, iperf3) with the shared libraries ldd names for them, so the
+guest runs exactly the versions a kernel developer on Debian 12 runs.  The
+archive is made with cpio (newc) and cached by the content of everything
+in it.
 """
 import hashlib
 import shutil

@@ -15,7 +15,7 @@ from . import boot, build, guestbuild, paths, qemu, store
 from .log import info
 
 PLAN = paths.GUEST_DIR / "plans" / "scenario.sh"
-BOOT_OVERHEAD_S = 12          # boot, probe phase, shutdown: measured
+BOOT_OVERHEAD_S = 8           # boot and shutdown, measured: 15-25 s a run
 
 
 def results_root() -> Path:
