@@ -47,6 +47,32 @@ def probe_valid(summary: dict) -> bool:
     return asked > 0 and summary.get("missed", 0) <= 0.1 * asked
 
 
+def _metrics(rs: list) -> dict:
+    """Each load generator metric, averaged over the boots that had it."""
+    out = {}
+    for m in sorted({m for r in rs for m in r["metrics"]}):
+        have = [r["metrics"][m] for r in rs if m in r["metrics"]]
+        out[m] = {"value": sum(x["value"] for x in have) / len(have),
+                  "unit": have[0]["unit"]}
+    return out
+
+
+def _probe(rs: list):
+    """Probe figures over the cell's valid samples, or None."""
+    probes = [r["probe"] for r in rs if r.get("probe")
+              and probe_valid(r["probe"]["summary"])]
+    every = [x for p in probes for x in p["samples"]]
+    valid = [x for x in every if x.get("waker_us", 0) < WAKER_ON_TIME_US]
+    if not valid:
+        return None
+    lat = sorted(x["latency_us"] for x in valid)
+    return {"samples": len(every), "valid": len(valid),
+            "median_us": lat[len(lat) // 2],
+            "p99_us": lat[min(len(lat) - 1, int(0.99 * len(lat)))],
+            "moved": sum(x["cpu"] != x["prev_cpu"] for x in valid)
+            / len(valid)}
+
+
 def analyse(runs: list) -> dict:
     """Cells, comparisons with baseline, probe and cost figures."""
     ok = [r for r in runs if r["status"] == "ok"]
@@ -74,27 +100,10 @@ def analyse(runs: list) -> dict:
                                           for r in rs) / len(rs),
              "softirqs": {v: sum(r["softirqs"][v] for r in rs) / len(rs)
                           for v in results.VECTORS}}
-        names = sorted({m for r in rs for m in r["metrics"]})
-        c["metrics"] = {m: {"value": sum(r["metrics"][m]["value"]
-                                         for r in rs if m in r["metrics"])
-                            / sum(m in r["metrics"] for r in rs),
-                            "unit": next(r["metrics"][m]["unit"] for r in rs
-                                         if m in r["metrics"])}
-                        for m in names}
-        probes = [r["probe"] for r in rs if r.get("probe")
-                  and probe_valid(r["probe"]["summary"])]
-        if probes:
-            every = [x for p in probes for x in p["samples"]]
-            valid = [x for x in every
-                     if x.get("waker_us", 0) < WAKER_ON_TIME_US]
-            lat = sorted(x["latency_us"] for x in valid)
-            if lat:
-                c["probe"] = {
-                    "samples": len(every), "valid": len(valid),
-                    "median_us": lat[len(lat) // 2],
-                    "p99_us": lat[min(len(lat) - 1, int(0.99 * len(lat)))],
-                    "moved": sum(x["cpu"] != x["prev_cpu"] for x in valid)
-                    / len(valid)}
+        c["metrics"] = _metrics(rs)
+        probe = _probe(rs)
+        if probe:
+            c["probe"] = probe
         base = by_cell.get((scen, "baseline"))
         if var != "baseline" and base:
             c["vs_baseline"] = stats.compare(
