@@ -66,8 +66,12 @@ def cmd_compare(args) -> int:
 def _report(args, root, names, scens) -> int:
     out = Path(args.out) if args.out else report.default_folder(args.name)
     descriptions = {s.name: s.description for s in scenario.discover()}
-    command = "python3 -m lab " + " ".join(sys.argv[1:]) \
-        if sys.argv[0].endswith("__main__.py") else "make lab"
+    command = " ".join(["python3 -m lab", args.command] + [
+        f"--{k} {v}" for k, v in (("variants", args.variants),
+                                  ("scenarios", args.scenarios),
+                                  ("boots", getattr(args, "boots", "")),
+                                  ("results", args.results),
+                                  ("name", args.name)) if v])
     report.write(root, out, descriptions, command, names, scens)
     print((out / "report.txt").read_text(), end="")
     info(f"report: {out}/report.txt, {out}/report.md")
