@@ -17,13 +17,12 @@ VECTORS = ["HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL",
 def histogram(cyclictest_json: dict) -> dict:
     """Latency histogram of all threads, {us: count}; samples beyond the
     histogram's range (overflows) are counted at its last bucket + 1."""
-    merged, top = {}, 0
+    merged = {}
     for thread in cyclictest_json.get("thread", {}).values():
         hist = {int(k): int(v) for k, v in thread.get("histogram",
                                                        {}).items()}
         for us, n in hist.items():
             merged[us] = merged.get(us, 0) + n
-            top = max(top, us)
         over = int(thread.get("cycles", 0)) - sum(hist.values())
         if over > 0:
             edge = max(int(thread.get("max", 0)), 20000)

@@ -105,13 +105,14 @@ def compare(variant_hists: list, base_hists: list, noise_floor_us: float,
     (p < ALPHA), the metric's 95% intervals over boots do not overlap,
     and the difference exceeds the noise floor.
     """
-    v, b = cell(variant_hists), cell(base_hists)
+    q = QUANTILES[metric]
+    v, b = (quantile(pooled(h), q) for h in (variant_hists, base_hists))
+    v_ci, b_ci = (bootstrap_ci(h, q) for h in (variant_hists, base_hists))
     x, y = samples(pooled(variant_hists)), samples(pooled(base_hists))
     p_less = float(sps.mannwhitneyu(x, y, alternative="less").pvalue)
     p_greater = float(sps.mannwhitneyu(x, y, alternative="greater").pvalue)
-    diff = v[metric] - b[metric]
-    apart = v[metric + "_ci"][1] < b[metric + "_ci"][0] or \
-        v[metric + "_ci"][0] > b[metric + "_ci"][1]
+    diff = v - b
+    apart = v_ci[1] < b_ci[0] or v_ci[0] > b_ci[1]
     verdict = "no difference"
     if min(len(variant_hists), len(base_hists)) < MIN_BOOTS:
         verdict = "too few boots"
@@ -120,8 +121,7 @@ def compare(variant_hists: list, base_hists: list, noise_floor_us: float,
             verdict = "win"
         elif diff > 0 and p_greater < ALPHA:
             verdict = "loss"
-    return {"metric": metric, "ratio": v[metric] / b[metric]
-            if b[metric] else float("nan"),
+    return {"metric": metric, "ratio": v / b if b else float("nan"),
             "diff_us": diff, "p_less": p_less, "p_greater": p_greater,
             "intervals_apart": bool(apart), "noise_floor_us": noise_floor_us,
             "verdict": verdict}

@@ -15,9 +15,20 @@ PLANS = paths.GUEST_DIR / "plans"
 NAMES = ["baseline", "stultz-v5", "zijlstra"]
 
 
+_INITRDS = {}
+
+
+def initrd_for(variant, built):
+    """The variant's initramfs, built (or found in the cache) once."""
+    if variant.name not in _INITRDS:
+        _INITRDS[variant.name] = guestbuild.initrd(variant,
+                                                   built[variant.name])
+    return _INITRDS[variant.name]
+
+
 def run_in_guest(plan, variant, built, accel, test, env=None, timeout=300):
     run_dir = paths.BUILD_DIR / "test-runs" / test / variant.name
-    initrd = guestbuild.initrd(variant, built[variant.name])
+    initrd = initrd_for(variant, built)
     record = boot.run_plan(built[variant.name], PLANS / plan, run_dir,
                            accel, timeout=timeout, initrd=initrd, env=env)
     assert record["status"] == "ok", record["reason"]
@@ -149,7 +160,7 @@ def test_bad_module_parameter_fails_the_run_not_hangs(all_variants, built,
     run_dir = paths.BUILD_DIR / "test-runs" / "bad-param" / v.name
     record = boot.run_plan(built[v.name], PLANS / "probe.sh", run_dir,
                            accel, timeout=120,
-                           initrd=guestbuild.initrd(v, built[v.name]),
+                           initrd=initrd_for(v, built),
                            env={"MODULE_ARGS": "vector=block spin_us=0",
                                 "PROBE_ARGS": "-n 1"})
     assert record["status"] == "failed"
