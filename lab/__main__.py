@@ -1,5 +1,6 @@
 """Command line: python3 -m lab <command> (see `python3 -m lab -h`)."""
 import argparse
+import signal
 import sys
 
 from pathlib import Path
@@ -128,8 +129,15 @@ def parse_args(argv):
     return p.parse_args(argv)
 
 
+def _stop(signum, frame):
+    # SIGTERM (a killed `make lab`, a CI timeout) ends the lab as Ctrl-C
+    # does: the guest is killed and finished runs stay as they are.
+    raise KeyboardInterrupt
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
+    signal.signal(signal.SIGTERM, _stop)
     try:
         return args.func(args)
     except LabError as e:

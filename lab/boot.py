@@ -60,7 +60,7 @@ def plan_script(plan: Path, env: dict) -> str:
 def run_plan(built: Built, plan: Path, run_dir: Path, accel: qemu.Accel,
              timeout: float = 120, cpus: int = 2, extra_args=(),
              initrd: Path = None, env: dict = None,
-             context: dict = None) -> dict:
+             context: dict = None, append: str = "") -> dict:
     """Boot `built` with `plan`; return run.json's content (also saved).
 
     `env` becomes shell variables at the top of the guest's plan.sh.
@@ -74,7 +74,7 @@ def run_plan(built: Built, plan: Path, run_dir: Path, accel: qemu.Accel,
     machine = qemu.Machine(kernel=built.image,
                            initrd=initrd or initramfs.build(),
                            share=run_dir, accel=accel, cpus=cpus,
-                           extra=list(extra_args))
+                           append=append, extra=list(extra_args))
     record = {
         "variant": built.variant,
         "kernel": {k: built.meta[k] for k in
@@ -94,8 +94,10 @@ def run_plan(built: Built, plan: Path, run_dir: Path, accel: qemu.Accel,
     record.update(status="failed" if reason else "ok", reason=reason,
                   seconds=outcome.seconds, qemu_exit=outcome.exit_code,
                   watchdog_fired=outcome.status == "timeout")
-    init_uptime = run_dir / "init-uptime"
-    if init_uptime.is_file():
-        record["boot_to_init_s"] = float(init_uptime.read_text().split()[0])
+    try:    # written by the guest: may be missing or cut short
+        record["boot_to_init_s"] = float(
+            (run_dir / "init-uptime").read_text().split()[0])
+    except (OSError, IndexError, ValueError):
+        pass
     store.write_json(run_dir / "run.json", record)
     return record

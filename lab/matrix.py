@@ -7,15 +7,20 @@ scenario are unchanged, redoes runs that were cut off ("running"), and
 redoes runs made from another kernel or scenario file.  A failed run is
 recorded with its reason and the matrix goes on.
 """
+import errno
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import boot, build, guestbuild, paths, qemu, store
-from .log import info
+from .log import LabError, info
 
 PLAN = paths.GUEST_DIR / "plans" / "scenario.sh"
 BOOT_OVERHEAD_S = 8           # boot and shutdown, measured: 15-25 s a run
+# Free space a run needs besides its scratch disk: a run folder is
+# 0.2-0.3 MB (measured), console and traces can be a few MB.
+RUN_FREE_MB = 32
 
 
 def results_root() -> Path:
@@ -54,6 +59,17 @@ def disk_args(run_dir: Path, size_mb: int) -> list:
             "-device", "virtio-blk-pci,drive=scratch,num-queues=1"]
 
 
+def check_space(root: Path, scenario) -> None:
+    """Refuse to start a run the disk cannot hold (the scratch disk is
+    sparse: the guest's writes land on the host's disk)."""
+    free = shutil.disk_usage(root).free >> 20
+    need = RUN_FREE_MB + scenario.disk
+    if free < need:
+        raise LabError(f"disk full: {free} MB free in {root}, a "
+                       f"{scenario.name} run needs {need} MB; finished runs "
+                       f"are kept, free some space and run again to resume")
+
+
 def expected_seconds(scenario) -> float:
     probe = 8 if scenario.probe else 0
     return scenario.duration + BOOT_OVERHEAD_S + probe
@@ -63,6 +79,7 @@ def run(variants: list, scenarios: list, boots: int,
         root: Path = None) -> list:
     """Run every cell not yet finished; return all cells' run folders."""
     root = root or results_root()
+    root.mkdir(parents=True, exist_ok=True)
     built = {v.name: build.build(v, i, len(variants))
              for i, v in enumerate(variants, 1)}
     initrds = {v.name: guestbuild.initrd(v, built[v.name]) for v in variants}
@@ -87,8 +104,21 @@ def run(variants: list, scenarios: list, boots: int,
              f"boot {c.boot}/{boots}, about {int(eta) // 60}:"
              f"{int(eta) % 60:02d} left")
         started = time.monotonic()
-        record = run_cell(c, built[c.variant.name], initrds[c.variant.name],
-                          accel, root)
+        try:
+            check_space(root, c.scenario)
+            record = run_cell(c, built[c.variant.name],
+                              initrds[c.variant.name], accel, root)
+        except OSError as e:
+            if e.errno != errno.ENOSPC:
+                raise
+            raise LabError(f"disk full while running {c.folder(root)}: {e}; "
+                           f"the {done + len(cells) - len(todo)} finished "
+                           f"runs are intact, this one will be redone: free "
+                           f"some space and run again") from None
+        except KeyboardInterrupt:
+            info(f"stopped in run {i}/{len(todo)}; run again to resume "
+                 f"(that run will be redone)")
+            raise
         took = time.monotonic() - started
         spent += took / expected_seconds(c.scenario)
         done += 1
@@ -107,6 +137,7 @@ def run_cell(c: Cell, built_kernel, initrd: Path, accel, root: Path) -> dict:
         return boot.run_plan(
             built_kernel, PLAN, run_dir, accel, timeout=timeout,
             initrd=initrd, extra_args=extra, env=c.scenario.plan_env(),
+            append=c.scenario.append,
             context={"scenario": {"name": c.scenario.name,
                                   "digest": c.scenario.digest,
                                   "text": c.scenario.path.read_text()},

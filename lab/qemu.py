@@ -9,6 +9,7 @@ otherwise.  The verdict is cached per host boot.
 QEMU keeps the host's normal scheduling priority: a QEMU under host
 SCHED_FIFO starved a 2-core machine for ten minutes.
 """
+import ctypes
 import json
 import os
 import shlex
@@ -21,6 +22,7 @@ from pathlib import Path
 from . import paths
 from .log import LabError, info, warn
 
+PR_SET_PDEATHSIG = 1
 KVM_PROBE_SECONDS = float(os.environ.get("LAB_KVM_PROBE_SECONDS", "6"))
 # Single-threaded TCG by default: under multi-threaded TCG the placement
 # effect under test vanished (shared/design/lab.md, measured).
@@ -101,6 +103,14 @@ def probe_kvm(kernel: Path, timeout: float = None) -> tuple:
     text = out.decode(errors="replace").strip().splitlines()
     return False, f"QEMU exited {proc.returncode}: " + \
         (text[-1] if text else "no output")
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: take QEMU down if the lab is killed
+    (even by SIGKILL), so no orphan guest writes into a run folder that
+    a resumed lab is redoing."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def kill_group(proc: subprocess.Popen) -> None:
@@ -207,7 +217,8 @@ def run(machine: Machine, console: Path, timeout: float) -> Outcome:
             proc = subprocess.Popen(machine.command(),
                                     stdin=subprocess.DEVNULL, stdout=out,
                                     stderr=subprocess.STDOUT,
-                                    start_new_session=True)
+                                    start_new_session=True,
+                                    preexec_fn=_die_with_parent)
         except OSError as e:
             raise LabError(f"cannot start QEMU ({qemu_binary()}): {e}; "
                            f"install qemu-system-x86 (`make deps`)") from e

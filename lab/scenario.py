@@ -9,6 +9,7 @@
     disk        = 256                     (MB scratch disk, one queue)
     probe       = -n 300 -c 0 -W 1        (softirq_probe, after cyclictest)
     probe_module = vector=block spin_us=5000 cpu=0
+    append      = idle=poll               (guest kernel command line)
 
 A scenario is data: adding one is adding a file.  Every mistake is
 reported with the file and line at fault, before anything starts.
@@ -26,13 +27,15 @@ from .variants import pick
 SCENARIO_DIR = paths.REPO / "common" / "scenarios"
 SUFFIX = ".scenario"
 KEYS = {"description", "duration", "cyclictest", "module", "background",
-        "disk", "probe", "probe_module"}
+        "disk", "probe", "probe_module", "append"}
 REPEATABLE = {"background"}
 # cyclictest options the lab sets itself: duration, histogram, output, and
 # never -a (pinned threads hide the placement effect under test).
 LAB_OWNED = {"-a", "--affinity", "-D", "--duration", "-h", "--histogram",
              "-H", "--histofall", "--histfile", "--json", "-q", "--quiet",
              "-m", "--mlockall", "-S", "--smp"}
+# Kernel parameters the lab sets itself (lab/qemu.py).
+LAB_OWNED_CMDLINE = {"console", "panic"}
 MODULE_PARAMS = {"vector", "spin_us", "storm_spin_us", "period_us", "cpu",
                  "burst", "napis"}
 
@@ -49,6 +52,7 @@ class Scenario:
     disk: int = 0
     probe: str = ""
     probe_module: str = ""
+    append: str = ""
 
     @property
     def digest(self) -> str:
@@ -88,6 +92,14 @@ def _check_cyclictest(value: str, where: str) -> None:
                            f" and JSON output come from the scenario)")
 
 
+def _check_append(value: str, where: str) -> None:
+    for word in value.split():
+        if word.split("=", 1)[0] in LAB_OWNED_CMDLINE or "'" in word \
+                or '"' in word:
+            raise LabError(f"{where}: append: {word!r} is set by the lab "
+                           f"or quoted; give plain kernel parameters")
+
+
 def parse(path: Path) -> Scenario:
     name = path.name[:-len(SUFFIX)] if path.name.endswith(SUFFIX) \
         else path.name
@@ -125,6 +137,8 @@ def parse(path: Path) -> Scenario:
             _check_module_args(value, where, key)
         elif key == "cyclictest":
             _check_cyclictest(value, where)
+        elif key == "append":
+            _check_append(value, where)
         values[key] = value
     for required in ("description", "duration"):
         if required not in values:
@@ -141,5 +155,20 @@ def discover(root: Path = None) -> list:
 
 
 def select(names: str = "", root: Path = None) -> list:
-    """Scenarios named in a comma/space separated list, or all of them."""
-    return pick(discover(root), names, "scenario")
+    """Scenarios named in a comma/space separated list, or all of them.
+
+    A name ending in .scenario is a file anywhere, so a user can try a
+    load of their own without adding it to common/scenarios.
+    """
+    if not names.strip():
+        return discover(root)
+    every, chosen = None, []
+    for word in re.split(r"[,\s]+", names.strip()):
+        if word.endswith(SUFFIX):
+            if not Path(word).is_file():
+                raise LabError(f"scenario file {word} not found")
+            chosen.append(parse(Path(word)))
+        else:
+            every = every if every is not None else discover(root)
+            chosen += pick(every, word, "scenario")
+    return chosen

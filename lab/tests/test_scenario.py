@@ -89,3 +89,27 @@ def test_select_unknown(tmp_path):
     write(tmp_path, "description = x\nduration = 1\n", "a.scenario")
     with pytest.raises(LabError, match="unknown scenario 'b'; known: a"):
         scenario.select("b", tmp_path)
+
+
+def test_append_takes_plain_kernel_parameters(tmp_path):
+    s = scenario.parse(write(tmp_path, "description = x\nduration = 5\n"
+                                       "append = idle=poll nohz=off\n"))
+    assert s.append == "idle=poll nohz=off"
+    bad = write(tmp_path, "description = x\nduration = 5\n"
+                          "append = console=tty0\n", "bad.scenario")
+    with pytest.raises(LabError, match=r"bad\.scenario:3: append: "
+                                       r"'console=tty0' is set by the lab"):
+        scenario.parse(bad)
+
+
+def test_select_mixes_names_and_files(tmp_path):
+    root = tmp_path / "scenarios"
+    root.mkdir()
+    write(root, "description = a\nduration = 5\n", "a.scenario")
+    mine = write(tmp_path, "description = mine\nduration = 3\n",
+                 "mine.scenario")
+    chosen = scenario.select(f"{mine},a", root)
+    assert [s.name for s in chosen] == ["mine", "a"]
+    with pytest.raises(LabError, match=r"scenario file .*nope\.scenario "
+                                       r"not found"):
+        scenario.select(str(tmp_path / "nope.scenario"), root)
