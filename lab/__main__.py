@@ -5,15 +5,13 @@ import sys
 
 from pathlib import Path
 
-from . import (boot, build, health, matrix, paths, qemu, report, scenario,
-               variants)
+from . import (boot, build, fidelity, health, matrix, paths, qemu, report,
+               scenario, settings, variants)
 from .log import LabError, info
 
 
 def cmd_build(args) -> int:
-    chosen = variants.select(args.variants)
-    for i, v in enumerate(chosen, 1):
-        build.build(v, i, len(chosen), force=args.force)
+    build.build_all(variants.select(args.variants), force=args.force)
     return 0
 
 
@@ -25,8 +23,7 @@ def cmd_accel(args) -> int:
 
 
 def cmd_health(args) -> int:
-    chosen = variants.select(args.variants)
-    built = [build.build(v, i, len(chosen)) for i, v in enumerate(chosen, 1)]
+    built = list(build.build_all(variants.select(args.variants)).values())
     accel = qemu.choose_accel(built[0].image)
     info(f"accelerator: {accel.name} ({accel.reason})")
     failed = 0
@@ -62,6 +59,24 @@ def cmd_compare(args) -> int:
     scens = [s.name for s in scenario.select(args.scenarios)] \
         if args.scenarios else None
     return _report(args, root, names, scens)
+
+
+def cmd_fidelity(args) -> int:
+    chosen = settings.select(args.settings)
+    vs = variants.select(args.variants or "baseline")
+    scens = scenario.select(args.scenarios or "idle")
+    root = Path(args.results) if args.results else fidelity.results_root()
+    if not args.table_only:
+        fidelity.run(chosen, vs, scens, args.boots, root)
+    out = Path(args.out) if args.out else report.default_folder(args.name)
+    command = " ".join(["python3 -m lab fidelity"] + [
+        f"--{k} {v}" for k, v in (("settings", args.settings),
+                                  ("variants", args.variants),
+                                  ("scenarios", args.scenarios),
+                                  ("boots", args.boots)) if v])
+    print(fidelity.write(root, chosen, out, command), end="")
+    info(f"table: {out}/fidelity.md")
+    return 0
 
 
 def _report(args, root, names, scens) -> int:
@@ -126,6 +141,18 @@ def parse_args(argv):
     c = with_matrix(sub.add_parser(
         "compare", help="write the report from existing results only"))
     c.set_defaults(func=cmd_compare)
+    f = with_matrix(sub.add_parser(
+        "fidelity", help="measure the noise floor under emulation settings",
+        description="Run scenarios (default: idle) of variants (default: "
+        "baseline) under each emulation setting; results in "
+        "build/fidelity/<setting>/, table in reports/<date>-fidelity/."))
+    f.add_argument("--settings", default="",
+                   help="comma-separated names (default: all): " +
+                   ", ".join(s.name for s in settings.SETTINGS))
+    f.add_argument("--boots", type=int, default=5)
+    f.add_argument("--table-only", action="store_true",
+                   help="write the table from existing runs only")
+    f.set_defaults(func=cmd_fidelity, name="fidelity")
     return p.parse_args(argv)
 
 

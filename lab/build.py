@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import kconfig, paths, source
-from .log import LabError, info
+from .log import LabError, info, warn
 from .variants import Variant
 
 # Bump when the way a kernel is made changes (not what it is made from).
@@ -223,6 +223,26 @@ def build(variant: Variant, index: int = 1, total: int = 1,
     """Return the variant's kernel, building it only if its inputs changed."""
     with locked(variant.name):
         return _build(variant, index, total, force)
+
+
+def build_all(chosen: list, force: bool = False) -> dict:
+    """Build every variant; one that fails does not stop the others.
+
+    Returns {name: Built}.  If any failed, raises one LabError naming each
+    failure, after the rest were built (and cached).
+    """
+    built, failed = {}, []
+    for i, v in enumerate(chosen, 1):
+        try:
+            built[v.name] = build(v, i, len(chosen), force=force)
+        except LabError as e:
+            warn(str(e).splitlines()[0])
+            failed.append(str(e))
+    if failed:
+        raise LabError(f"{len(failed)} of {len(chosen)} variant(s) failed "
+                       f"to build ({len(built)} built):\n" +
+                       "\n".join(failed))
+    return built
 
 
 def _build(variant: Variant, index: int, total: int, force: bool) -> Built:

@@ -76,14 +76,16 @@ def expected_seconds(scenario) -> float:
 
 
 def run(variants: list, scenarios: list, boots: int,
-        root: Path = None) -> list:
-    """Run every cell not yet finished; return all cells' run folders."""
+        root: Path = None, accel: qemu.Accel = None) -> list:
+    """Run every cell not yet finished; return all cells' run folders.
+
+    `accel` overrides the lab's choice (the fidelity study's settings).
+    """
     root = root or results_root()
     root.mkdir(parents=True, exist_ok=True)
-    built = {v.name: build.build(v, i, len(variants))
-             for i, v in enumerate(variants, 1)}
+    built = build.build_all(variants)
     initrds = {v.name: guestbuild.initrd(v, built[v.name]) for v in variants}
-    accel = qemu.choose_accel(built[variants[0].name].image)
+    accel = accel or qemu.choose_accel(built[variants[0].name].image)
     info(f"accelerator: {accel.name} ({accel.reason})")
 
     # Boot-major order: every cell gets its first boot before any gets a

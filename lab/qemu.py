@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import paths
-from .log import LabError, info, warn
+from .log import LabError, warn
 
 PR_SET_PDEATHSIG = 1
 KVM_PROBE_SECONDS = float(os.environ.get("LAB_KVM_PROBE_SECONDS", "6"))
@@ -39,13 +39,19 @@ def kvm_device() -> Path:
 
 @dataclass
 class Accel:
+    """How guests are emulated: accelerator, its options, and the rest of
+    a fidelity setting (lab/settings.py)."""
     name: str          # "kvm" or "tcg"
     reason: str        # why this one
     args: list = field(default_factory=list)
+    setting: str = ""  # a lab/settings.py name, "" for the lab's choice
+    append: str = ""   # guest kernel parameters the setting adds
+    pin: bool = False  # pin vCPU thread i to host core i
 
     def as_dict(self) -> dict:
         return {"name": self.name, "reason": self.reason,
-                "args": self.args}
+                "args": self.args, "setting": self.setting,
+                "append": self.append, "pin": self.pin}
 
 
 def tcg(reason: str) -> Accel:
@@ -177,8 +183,11 @@ class Machine:
     extra: list = field(default_factory=list)
 
     def command(self) -> list:
-        cmdline = f"console=ttyS0 panic=-1 {self.append}".strip()
+        cmdline = " ".join(w for w in ("console=ttyS0 panic=-1",
+                                       self.accel.append, self.append) if w)
+        # debug-threads names vCPU threads "CPU n/TCG", for pinning
         return [qemu_binary(), *self.accel.args,
+                "-name", "lab,debug-threads=on",
                 "-smp", str(self.cpus), "-m", str(self.memory_mb),
                 "-nodefaults", "-no-reboot", "-display", "none",
                 "-serial", "stdio",
@@ -223,6 +232,8 @@ def run(machine: Machine, console: Path, timeout: float) -> Outcome:
             raise LabError(f"cannot start QEMU ({qemu_binary()}): {e}; "
                            f"install qemu-system-x86 (`make deps`)") from e
         try:
+            if machine.accel.pin:
+                pin_vcpus(proc.pid, machine.cpus)
             code = proc.wait(timeout=timeout)
             status = "exited"
         except subprocess.TimeoutExpired:
@@ -234,6 +245,34 @@ def run(machine: Machine, console: Path, timeout: float) -> Outcome:
             raise
     return Outcome(status, code, round(time.monotonic() - started, 2),
                    console)
+
+
+def vcpu_threads(pid: int) -> dict:
+    """{vCPU index: host thread id} of a running QEMU (debug-threads)."""
+    threads = {}
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            comm = (task / "comm").read_text().strip()
+        except OSError:
+            continue
+        if comm.startswith("CPU ") and "/" in comm:
+            threads[int(comm[4:comm.index("/")])] = int(task.name)
+    return threads
+
+
+def pin_vcpus(pid: int, cpus: int, wait: float = 10) -> None:
+    """Pin vCPU i's thread to host core i (mod the host's cores)."""
+    cores = sorted(os.sched_getaffinity(0))
+    end = time.monotonic() + wait
+    threads = {}
+    while len(threads) < cpus and time.monotonic() < end:
+        threads = vcpu_threads(pid)
+        time.sleep(0.05)
+    if len(threads) < cpus:
+        raise LabError(f"pinning: found {len(threads)} of {cpus} vCPU "
+                       f"threads of QEMU {pid} in {wait:.0f} s")
+    for i, tid in sorted(threads.items()):
+        os.sched_setaffinity(tid, {cores[i % len(cores)]})
 
 
 def describe(machine: Machine) -> dict:

@@ -57,7 +57,7 @@ def _metrics(rs: list) -> dict:
     return out
 
 
-def _probe(rs: list):
+def probe_summary(rs: list):
     """Probe figures over the cell's valid samples, or None."""
     probes = [r["probe"] for r in rs if r.get("probe")
               and probe_valid(r["probe"]["summary"])]
@@ -101,7 +101,7 @@ def analyse(runs: list) -> dict:
              "softirqs": {v: sum(r["softirqs"][v] for r in rs) / len(rs)
                           for v in results.VECTORS}}
         c["metrics"] = _metrics(rs)
-        probe = _probe(rs)
+        probe = probe_summary(rs)
         if probe:
             c["probe"] = probe
         base = by_cell.get((scen, "baseline"))
@@ -121,8 +121,12 @@ def _setup_lines(runs: list, a: dict) -> list:
         f"Kernel: Linux {r0['kernel']['kernel_version']} (Debian "
         f"linux-source-6.1), variants: {', '.join(a['variants'])}.",
         f"Guest: {q['qemu_version']}, "
-        f"2 vCPUs, accelerator {'/'.join(accels)} "
-        f"({' '.join(q['accel']['args'])}).",
+        f"{r0.get('cpus', 2)} vCPUs, accelerator {'/'.join(accels)} "
+        f"({' '.join(q['accel']['args'])}"
+        + (f", guest {q['accel']['append']}" if q['accel'].get('append')
+           else "") + ")"
+        + (f", setting {q['accel']['setting']}" if q['accel'].get('setting')
+           else "") + ".",
         f"Host CPU: {q['host_cpu']}.",
         f"Boots per cell: up to {boots}; cyclictest -p 99, threads not "
         f"pinned (affinity widened after start).",

@@ -91,6 +91,7 @@ def summarize(run_dir: Path) -> dict:
            "boot": record.get("boot"), "status": record["status"],
            "reason": record.get("reason", ""),
            "accel": record["qemu"]["accel"]["name"],
+           "cpus": record.get("cpus", 2),
            "kernel": record["kernel"], "qemu": record["qemu"]}
     if record["status"] != "ok":
         return out

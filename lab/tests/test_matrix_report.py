@@ -94,7 +94,7 @@ def test_run_resumes_and_redoes_only_unfinished_cells(tmp_path,
     store.write_json(done / "run.json", record)
     fake_run(tmp_path / "res", "baseline", "idle", 2, 10, 20,
              status="running")
-    monkeypatch.setattr(matrix.build, "build", lambda v, i, n: Built())
+    monkeypatch.setattr(matrix.build, "build", lambda v, i, n, force: Built())
     monkeypatch.setattr(matrix.guestbuild, "initrd", lambda v, b: None)
     monkeypatch.setattr(matrix.qemu, "choose_accel",
                         lambda image: matrix.qemu.tcg("test"))

@@ -75,7 +75,7 @@ def test_second_build_skips_every_rebuild(built, capsys):
     assert capsys.readouterr().out.count("up to date") == len(ALL)
 
 
-def test_broken_patch_on_the_packaged_tree_is_named(variant_root):
+def test_broken_patch_on_the_packaged_tree_is_named(variant_root, capsys):
     patch = (paths.VARIANTS_DIR / "stultz-v5" / "series").parent / \
         "0003-softirq-defer-softirq-processing-to-ksoftirqd-if-CPU.patch"
     text = patch.read_text().replace(
@@ -84,9 +84,13 @@ def test_broken_patch_on_the_packaged_tree_is_named(variant_root):
     assert "BROKEN" in text
     v = variants.load(make_variant(variant_root, "lab-test-broken",
                                    "broken.patch\n", {"broken.patch": text}))
+    baseline = variants.select("baseline")
     with pytest.raises(LabError) as e:
-        build.build(v)
+        build.build_all([v] + baseline)
     msg = str(e.value)
+    assert msg.startswith("1 of 2 variant(s) failed to build (1 built)")
     assert "variant lab-test-broken: patch 1/1 broken.patch does not " \
            "apply" in msg
     assert "kernel/softirq.c hunk #" in msg
+    # The variant after the broken one was still built (here: cached).
+    assert "variant 2/2 baseline: up to date" in capsys.readouterr().out

@@ -1,0 +1,146 @@
+"""The fidelity study: the same cells under several emulation settings.
+
+For each setting (lab/settings.py) the matrix runs into its own folder,
+<results>/<setting>/<variant>/<scenario>/boot-k (resumable like the
+lab's matrix), and one table compares the settings: latency quantiles
+with bootstrap intervals over boots, how far repeat boots spread (the
+determinism question), the share of samples over 1 ms, the probe's
+placement and how long a run took in wall-clock time.
+"""
+import statistics
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from . import build, matrix, paths, qemu, report, results, stats, store
+from .log import info, warn
+
+OVER_US = 1000
+
+
+def results_root() -> Path:
+    return paths.BUILD_DIR / "fidelity"
+
+
+def run(settings: list, variants: list, scenarios: list, boots: int,
+        root: Path) -> None:
+    for i, s in enumerate(settings, 1):
+        info(f"setting {i}/{len(settings)}: {s.name} ({s.description})")
+        folder = root / s.name
+        folder.mkdir(parents=True, exist_ok=True)
+        if s.accel.startswith("kvm"):
+            image = build.build_all(variants[:1])[variants[0].name].image
+            works, why = qemu.probe_kvm(image)
+            if not works:
+                warn(f"{s.name}: KVM unusable here: {why}")
+                store.write_json(folder / "unusable.json",
+                                 {"setting": s.name, "reason": why})
+                continue
+        (folder / "unusable.json").unlink(missing_ok=True)
+        matrix.run(variants, scenarios, boots, folder, accel=s.to_accel())
+
+
+def _row(setting: str, scen: str, var: str, runs: list) -> dict:
+    ok = [r for r in runs if r["status"] == "ok"]
+    row = {"setting": setting, "scenario": scen, "variant": var,
+           "boots": len(ok), "failed": len(runs) - len(ok),
+           "failures": [r["reason"].splitlines()[0] for r in runs
+                        if r["status"] != "ok"][:3]}
+    if not ok:
+        return row
+    hists = [r["histogram"] for r in ok]
+    pool = stats.pooled(hists)
+    per_boot_p99 = [stats.quantile(h, 0.99) for h in hists]
+    row.update(
+        p50_us=stats.quantile(pool, 0.5), p99_us=stats.quantile(pool, 0.99),
+        p99_ci_us=stats.bootstrap_ci(hists, 0.99),
+        max_us=stats.quantile(pool, 1.0),
+        p99_per_boot_us=per_boot_p99,
+        p99_spread_us=max(per_boot_p99) - min(per_boot_p99),
+        over_1ms=stats.share_over(pool, OVER_US),
+        run_seconds=statistics.median(r["seconds"] for r in ok))
+    probe = report.probe_summary(ok)
+    if probe:
+        row["probe"] = probe
+    return row
+
+
+def table(root: Path, settings: list) -> list:
+    rows = []
+    for s in settings:
+        folder = root / s.name
+        unusable = folder / "unusable.json"
+        if unusable.is_file():
+            rows.append({"setting": s.name, "unusable":
+                         store.read_json(unusable)["reason"]})
+            continue
+        cells = defaultdict(list)
+        for rj in sorted(folder.glob("*/*/boot-*/run.json")):
+            try:
+                r = results.summarize(rj.parent)
+            except (OSError, ValueError, KeyError) as e:
+                warn(f"{rj.parent}: left out, unreadable ({e})")
+                continue
+            r["seconds"] = store.read_json(rj).get("seconds", 0)
+            cells[(r["scenario"], r["variant"])].append(r)
+        if not cells:
+            rows.append({"setting": s.name, "unusable": "no runs yet"})
+        for (scen, var), runs in sorted(cells.items()):
+            rows.append(_row(s.name, scen, var, runs))
+    return rows
+
+
+def _us(v) -> str:
+    return "-" if v is None else f"{v:.0f}"
+
+
+def markdown(rows: list, settings: list, command: str) -> str:
+    desc = {s.name: s for s in settings}
+    out = ["# Fidelity: the lab's noise floor per emulation setting", "",
+           f"Measured on {time.strftime('%Y-%m-%d')} with `{command}`.",
+           "Host: " + qemu.host_cpu() + ", " + qemu.qemu_version() + ".", "",
+           "p99 interval: bootstrap over boots (95%). Spread: largest minus "
+           "smallest per-boot p99 (how close repeat boots come). Over 1 ms: "
+           "share of all samples. Probe: median wake-up latency of valid "
+           "samples and the share moved to another CPU. Run: median "
+           "wall-clock seconds per boot.", "",
+           "| setting | scenario | variant | boots | p50 us | p99 us "
+           "[95% CI] | p99 spread us | max us | over 1 ms | probe | run s |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if "unusable" in r:
+            out.append(f"| {r['setting']} | - | - | 0 | unusable: "
+                       f"{r['unusable']} ||||||")
+            continue
+        if not r["boots"]:
+            out.append(f"| {r['setting']} | {r['scenario']} | "
+                       f"{r['variant']} | 0 of {r['failed']} | failed: "
+                       f"{'; '.join(r['failures'])} ||||||")
+            continue
+        lo, hi = r["p99_ci_us"]
+        probe = r.get("probe")
+        probe_txt = (f"{probe['median_us']:.0f} us, moved "
+                     f"{100 * probe['moved']:.0f}% (n={probe['valid']})"
+                     if probe else "-")
+        boots = str(r["boots"]) + (f" (+{r['failed']} failed)"
+                                   if r["failed"] else "")
+        out.append(
+            f"| {r['setting']} | {r['scenario']} | {r['variant']} | "
+            f"{boots} | {_us(r['p50_us'])} | {_us(r['p99_us'])} "
+            f"[{lo:.0f}-{hi:.0f}] | {_us(r['p99_spread_us'])} | "
+            f"{_us(r['max_us'])} | {100 * r['over_1ms']:.1f}% | "
+            f"{probe_txt} | {r['run_seconds']:.0f} |")
+    out += ["", "Settings:", ""]
+    out += [f"- {n}: {desc[n].description} (`{' '.join(desc[n].to_accel().args)}`"
+            + (f", guest `{desc[n].append}`" if desc[n].append else "")
+            + ")" for n in dict.fromkeys(r["setting"] for r in rows)]
+    return "\n".join(out) + "\n"
+
+
+def write(root: Path, settings: list, out: Path, command: str) -> str:
+    rows = table(root, settings)
+    out.mkdir(parents=True, exist_ok=True)
+    text = markdown(rows, settings, command)
+    store.write_text(out / "fidelity.md", text)
+    store.write_json(out / "fidelity.json", rows)
+    return text

@@ -1,0 +1,62 @@
+"""Emulation settings the lab can run under, for the fidelity study.
+
+The effects under test are milliseconds, and so is an emulator's noise;
+whether the placement effect shows at all depends on how QEMU runs the
+vCPUs (shared/design/lab.md).  `python3 -m lab fidelity` runs the same
+scenarios under several of these settings and tables the noise floor of
+each, so the lab's default is chosen by measurement (README.md).
+"""
+from dataclasses import dataclass
+
+from . import qemu
+from .variants import pick
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    description: str
+    accel: str                  # -accel value
+    icount: str = ""            # -icount value
+    append: str = ""            # guest kernel parameters
+    pin: bool = False           # pin vCPU thread i to host core i
+
+    def to_accel(self) -> qemu.Accel:
+        args = ["-accel", self.accel]
+        if self.icount:
+            args += ["-icount", self.icount]
+        if self.accel == "kvm":
+            args += ["-cpu", "host"]
+        return qemu.Accel(self.accel.split(",")[0], f"setting {self.name}",
+                          args, setting=self.name, append=self.append,
+                          pin=self.pin)
+
+
+SETTINGS = [
+    Setting("tcg-single", "TCG, one host thread runs every vCPU in turn",
+            "tcg,thread=single"),
+    Setting("tcg-multi", "TCG, one host thread per vCPU",
+            "tcg,thread=multi"),
+    Setting("tcg-multi-pinned", "TCG, one thread per vCPU, vCPU i pinned "
+            "to host core i", "tcg,thread=multi", pin=True),
+    Setting("tcg-single-idle-poll", "single-threaded TCG, guest idle=poll",
+            "tcg,thread=single", append="idle=poll"),
+    Setting("tcg-single-nohz-off", "single-threaded TCG, guest nohz=off "
+            "(the tick never stops)", "tcg,thread=single",
+            append="nohz=off"),
+    Setting("tcg-single-hpet", "single-threaded TCG, guest clocksource "
+            "hpet instead of tsc", "tcg,thread=single",
+            append="clocksource=hpet"),
+    Setting("icount-auto", "instruction counting, shift=auto, sleep=on",
+            "tcg", icount="shift=auto,sleep=on"),
+    Setting("icount-3-sleep", "instruction counting, 8 ns per "
+            "instruction, sleep=on", "tcg", icount="shift=3,sleep=on"),
+    Setting("icount-3-nosleep", "instruction counting, 8 ns per "
+            "instruction, sleep=off (virtual time jumps over idle)",
+            "tcg", icount="shift=3,sleep=off"),
+    Setting("kvm", "hardware virtualisation", "kvm"),
+]
+
+
+def select(names: str) -> list:
+    return pick(SETTINGS, names, "setting")
