@@ -47,13 +47,18 @@ SETTINGS = [
     Setting("tcg-single-hpet", "single-threaded TCG, guest clocksource "
             "hpet instead of tsc", "tcg,thread=single",
             append="clocksource=hpet"),
-    Setting("icount-auto", "instruction counting, shift=auto, sleep=on",
-            "tcg", icount="shift=auto,sleep=on"),
+    # Under -icount the boot CPU spins waiting for the second vCPU and
+    # QEMU 7.2 never switches to it: maxcpus=1, and guest/init brings the
+    # second CPU online, where the wait sleeps.
     Setting("icount-3-sleep", "instruction counting, 8 ns per "
-            "instruction, sleep=on", "tcg", icount="shift=3,sleep=on"),
+            "instruction, sleep=on (idle takes real time)", "tcg",
+            icount="shift=3,sleep=on", append="maxcpus=1"),
     Setting("icount-3-nosleep", "instruction counting, 8 ns per "
             "instruction, sleep=off (virtual time jumps over idle)",
-            "tcg", icount="shift=3,sleep=off"),
+            "tcg", icount="shift=3,sleep=off", append="maxcpus=1"),
+    Setting("icount-5-nosleep", "instruction counting, 32 ns per "
+            "instruction, sleep=off", "tcg", icount="shift=5,sleep=off",
+            append="maxcpus=1"),
     Setting("kvm", "hardware virtualisation", "kvm"),
 ]
 
