@@ -1,5 +1,6 @@
 """Command line: python3 -m lab <command> (see `python3 -m lab -h`)."""
 import argparse
+import dataclasses
 import signal
 import sys
 
@@ -64,7 +65,9 @@ def cmd_compare(args) -> int:
 def cmd_fidelity(args) -> int:
     chosen = settings.select(args.settings)
     vs = variants.select(args.variants or "baseline")
-    scens = scenario.select(args.scenarios or "idle")
+    # Latency only: the trace phase would triple each run.
+    scens = [dataclasses.replace(s, trace=0)
+             for s in scenario.select(args.scenarios or "idle")]
     root = Path(args.results) if args.results else fidelity.results_root()
     if not args.table_only:
         fidelity.run(chosen, vs, scens, args.boots, root)
@@ -144,8 +147,9 @@ def parse_args(argv):
     f = with_matrix(sub.add_parser(
         "fidelity", help="measure the noise floor under emulation settings",
         description="Run scenarios (default: idle) of variants (default: "
-        "baseline) under each emulation setting; results in "
-        "build/fidelity/<setting>/, table in reports/<date>-fidelity/."))
+        "baseline) under each emulation setting, without trace phases; "
+        "results in build/fidelity/<setting>/, table in "
+        "reports/<date>-fidelity/."))
     f.add_argument("--settings", default="",
                    help="comma-separated names (default: all): " +
                    ", ".join(s.name for s in settings.SETTINGS))

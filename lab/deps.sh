@@ -5,7 +5,7 @@ set -eu
 
 PACKAGES="linux-source-6.1 gcc make libc6-dev libelf-dev libssl-dev bc flex
 bison cpio xz-utils git perl ccache qemu-system-x86 busybox-static rt-tests
-stress-ng iperf3 python3 python3-numpy python3-scipy python3-matplotlib
+stress-ng iperf3 trace-cmd python3 python3-numpy python3-scipy python3-matplotlib
 python3-pytest"
 
 missing=""

@@ -1,10 +1,10 @@
 """The guest's initramfs: Debian's binaries, their libraries, our init.
 
 Programs come from the host's Debian packages (busybox-static, rt-tests,
-stress-ng, iperf3) with the shared libraries ldd names for them, so the
-guest runs exactly the versions a kernel developer on Debian 12 runs.  The
-archive is made with cpio (newc) and cached by the content of everything
-in it.
+stress-ng, iperf3, trace-cmd) with the shared libraries ldd names for
+them, so the guest runs exactly the versions a kernel developer on
+Debian 12 runs.  The archive is made with cpio (newc) and cached by
+the content of everything in it.
 """
 import hashlib
 import shutil
@@ -20,6 +20,7 @@ PROGRAMS = [
     ("/usr/bin/cyclictest", "rt-tests"),
     ("/usr/bin/stress-ng", "stress-ng"),
     ("/usr/bin/iperf3", "iperf3"),
+    ("/usr/bin/trace-cmd", "trace-cmd"),
 ]
 # The lab's own guest scripts (load generators that report metrics).
 GUEST_BIN = paths.GUEST_DIR / "bin"

@@ -72,7 +72,7 @@ def check_space(root: Path, scenario) -> None:
 
 def expected_seconds(scenario) -> float:
     probe = 8 if scenario.probe else 0
-    return scenario.duration + BOOT_OVERHEAD_S + probe
+    return scenario.seconds + BOOT_OVERHEAD_S + probe
 
 
 def run(variants: list, scenarios: list, boots: int,

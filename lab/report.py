@@ -8,10 +8,9 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from . import results, stats, store
+from . import report_traces, results, stats, store
 from .log import LabError, warn
-
-WIDTH = 72
+from .textfmt import WIDTH, fmt_us, wrap as _wrap
 
 
 def load(root: Path, variants=None, scenarios=None) -> list:
@@ -26,12 +25,6 @@ def load(root: Path, variants=None, scenarios=None) -> list:
     if not runs:
         raise LabError(f"no finished runs under {root}")
     return runs
-
-
-def fmt_us(v) -> str:
-    if v != v:           # NaN
-        return "-"
-    return f"{v:.0f}"
 
 
 # With a waker thread (-W), a sample counts only if the waker issued the
@@ -135,18 +128,6 @@ def _setup_lines(runs: list, a: dict) -> list:
     ]
 
 
-def _wrap(text: str, indent: str = "") -> list:
-    words, lines, line = text.split(), [], indent
-    for w in words:
-        if len(line) + len(w) + 1 > WIDTH and line.strip():
-            lines.append(line.rstrip())
-            line = indent
-        line += w + " "
-    if line.strip():
-        lines.append(line.rstrip())
-    return lines
-
-
 def _verdict(c: dict) -> str:
     vs = c.get("vs_baseline")
     if not vs:
@@ -220,6 +201,8 @@ def text_report(runs: list, a: dict, descriptions: dict) -> str:
                              f"us).", "")
     if not found:
         out.append("- none.")
+    out += report_traces.text(a.get("traces", {}), a["variants"],
+                              a["scenarios"])
     if a["failed"]:
         out += ["", "Failed runs (kept, not counted):"]
         for f in a["failed"]:
@@ -291,12 +274,23 @@ def plots(runs: list, a: dict, out: Path) -> list:
 
 
 def markdown(text: str, images: list, command: str) -> str:
+    timelines = [i for i in images if i.startswith("timeline-")]
     md = ["# softirq-rt lab report", "",
           f"Made with `{command}`; the raw results are in `data/`.", "",
           "```", text.rstrip(), "```", ""]
     md += ["## Tail latency", "", "![p99 and max](tails.png)", ""]
     md += ["## Latency CDF per scenario", ""]
     md += [f"![{i}]({i})" for i in images if i.startswith("cdf-")]
+    if timelines:
+        md += ["", "## Worst cases, from traces", "",
+               "Each variant's worst captured sample per scenario: one row "
+               "per guest CPU, tasks below, softirqs and hard irqs above, "
+               "the latency window shaded, time in ms from the expected "
+               "wake-up. The traces are in `data/`: "
+               "`trace-<scenario>-<variant>.dat` opens in KernelShark, "
+               "the `.json` beside it in the Perfetto UI "
+               "(ui.perfetto.dev).", ""]
+        md += [f"![{i}]({i})" for i in timelines]
     return "\n".join(md) + "\n"
 
 
@@ -304,6 +298,7 @@ def write(root: Path, out: Path, descriptions: dict, command: str,
           variants=None, scenarios=None) -> Path:
     runs = load(root, variants, scenarios)
     a = analyse(runs)
+    a["traces"] = report_traces.analyse(runs)
     out.mkdir(parents=True, exist_ok=True)
     (out / "data").mkdir(exist_ok=True)
     for r in runs:
@@ -312,7 +307,8 @@ def write(root: Path, out: Path, descriptions: dict, command: str,
     store.write_json(out / "data" / "analysis.json", a)
     text = text_report(runs, a, descriptions)
     store.write_text(out / "report.txt", text)
-    images = plots(runs, a, out)
+    images = plots(runs, a, out) + report_traces.files(
+        a["traces"], a["variants"], a["scenarios"], out)
     store.write_text(out / "report.md", markdown(text, images, command))
     return out
 

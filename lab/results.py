@@ -7,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-from . import store
+from . import store, trace
 
 USER_HZ = 100          # /proc/<pid>/stat times are in USER_HZ ticks
 VECTORS = ["HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL",
@@ -109,4 +109,8 @@ def summarize(run_dir: Path) -> dict:
         / duration,
         metrics=metrics(run_dir),
         probe=probe(run_dir))
+    traced = run_dir / "cyclictest-traced.json"
+    if traced.is_file():
+        out.update(traced_histogram=histogram(json.loads(traced.read_text())),
+                   traces=trace.explain_run(run_dir))
     return out

@@ -10,6 +10,8 @@
     probe       = -n 300 -c 0 -W 1        (softirq_probe, after cyclictest)
     probe_module = vector=block spin_us=5000 cpu=0
     append      = idle=poll               (guest kernel command line)
+    trace       = 500                     (trace the worst cases: break
+                                           threshold floor, us)
 
 A scenario is data: adding one is adding a file.  Every mistake is
 reported with the file and line at fault, before anything starts.
@@ -27,7 +29,7 @@ from .variants import pick
 SCENARIO_DIR = paths.REPO / "common" / "scenarios"
 SUFFIX = ".scenario"
 KEYS = {"description", "duration", "cyclictest", "module", "background",
-        "disk", "probe", "probe_module", "append"}
+        "disk", "probe", "probe_module", "append", "trace"}
 REPEATABLE = {"background"}
 # cyclictest options the lab sets itself: duration, histogram, output, and
 # never -a (pinned threads hide the placement effect under test).
@@ -53,6 +55,13 @@ class Scenario:
     probe: str = ""
     probe_module: str = ""
     append: str = ""
+    trace: int = 0
+
+    @property
+    def seconds(self) -> int:
+        """Guest time the plan measures: a trace phase adds a traced run
+        and a capture window, each as long as the measurement."""
+        return self.duration * (3 if self.trace else 1)
 
     @property
     def digest(self) -> str:
@@ -64,7 +73,8 @@ class Scenario:
                "MODULE_ARGS": self.module, "DISK": self.disk,
                "PROBE_ARGS": self.probe,
                "PROBE_MODULE_ARGS": self.probe_module,
-               "NBACKGROUND": len(self.background)}
+               "NBACKGROUND": len(self.background),
+               "TRACE": self.trace or ""}
         for i, cmd in enumerate(self.background):
             env[f"BACKGROUND_{i}"] = cmd
         return env
@@ -127,8 +137,9 @@ def parse(path: Path) -> Scenario:
             raise LabError(f"{where}: {key} already set on line "
                            f"{lines[key]}")
         lines[key] = lineno
-        if key in ("duration", "disk"):
-            lo, hi = (1, 3600) if key == "duration" else (16, 65536)
+        if key in ("duration", "disk", "trace"):
+            lo, hi = {"duration": (1, 3600), "disk": (16, 65536),
+                      "trace": (50, 100000)}[key]
             if not value.isdigit() or not lo <= int(value) <= hi:
                 raise LabError(f"{where}: {key} must be a whole number "
                                f"from {lo} to {hi}, got {value!r}")

@@ -1,12 +1,21 @@
 # Scenario plan (one run of a scenario; see lab/scenario.py for the file
 # format).  Parameters from the host: DURATION, CYCLICTEST, MODULE_ARGS,
-# DISK, NBACKGROUND and BACKGROUND_0.., PROBE_ARGS, PROBE_MODULE_ARGS.
+# DISK, NBACKGROUND and BACKGROUND_0.., PROBE_ARGS, PROBE_MODULE_ARGS,
+# TRACE (break threshold floor in us; empty: no trace phase).
 # Writes into $LAB: cyclictest.json (with histograms), affinity.txt,
 # softirqs-before/after, ksoftirqd-before/after, bg-N.log, module-stats,
-# probe.jsonl.
+# probe.jsonl; with TRACE also cyclictest-traced.json, trace-N.dat and
+# trace.log.
 set -e
-export DURATION		# background commands may use it
 KO=/lib/modules/softirq_load.ko
+# With a trace phase the load runs on through two more DURATIONs: one
+# traced run for the overhead, one for break captures.
+MEASURE=$DURATION
+[ -z "$TRACE" ] || DURATION=$((MEASURE * 3))
+export DURATION		# background commands use it
+EVENTS="-e irq:softirq_raise -e irq:softirq_entry -e irq:softirq_exit
+-e irq:irq_handler_entry -e irq:irq_handler_exit -e sched:sched_waking
+-e sched:sched_wakeup -e sched:sched_switch -e sched:sched_migrate_task"
 
 # utime + stime, in clock ticks, of every ksoftirqd thread
 ksoftirqd_ticks() {
@@ -40,31 +49,72 @@ while [ "$i" -lt "$NBACKGROUND" ]; do
 	i=$((i + 1))
 done
 
-# Threads are never pinned: Debian's cyclictest 2.4 pins each thread to a
-# CPU even without -a, which hides the placement effect under test, so
-# widen every thread's affinity as soon as the threads exist.
-# shellcheck disable=SC2086
-cyclictest $CYCLICTEST -m -q -D "$DURATION" -h 20000 \
-	--json=/tmp/cyclictest.json > /tmp/cyclictest.out 2>&1 &
-ct=$!
-nthreads=$(echo " $CYCLICTEST " | sed -n 's/.* -t *\([0-9]*\) .*/\1/p')
-want=$((${nthreads:-1} + 1))
-tries=0
-while [ "$(ls /proc/$ct/task | wc -l)" -lt "$want" ] && [ $tries -lt 200 ]; do
-	usleep 1000
-	tries=$((tries + 1))
-done
-for t in /proc/$ct/task/*; do
-	taskset -p ff "${t##*/}" > /dev/null
-done
-for t in /proc/$ct/task/*; do
-	echo "${t##*/} $(sed -n 's/Cpus_allowed_list:[[:space:]]*//p' "$t/status")"
-done > "$LAB/affinity.txt"
-wait $ct
-cp /tmp/cyclictest.json "$LAB/cyclictest.json"
+# cyclictest for $1 seconds with extra options $3, JSON to $2; prints its
+# pid's thread ids with their allowed CPUs.  Threads are never pinned:
+# Debian's cyclictest 2.4 pins each thread to a CPU even without -a,
+# which hides the placement effect under test, so every thread's
+# affinity is widened as soon as the threads exist.
+run_cyclictest() {
+	# shellcheck disable=SC2086
+	cyclictest $CYCLICTEST -m -q -D "$1" -h 20000 $3 \
+		--json="$2" > /tmp/cyclictest.out 2>&1 &
+	ct=$!
+	nthreads=$(echo " $CYCLICTEST " | sed -n 's/.* -t *\([0-9]*\) .*/\1/p')
+	want=$((${nthreads:-1} + 1))
+	tries=0
+	while [ "$(ls /proc/$ct/task | wc -l)" -lt "$want" ] &&
+		[ $tries -lt 200 ]; do
+		usleep 1000
+		tries=$((tries + 1))
+	done
+	for t in /proc/$ct/task/*; do
+		taskset -p ff "${t##*/}" > /dev/null
+	done
+	for t in /proc/$ct/task/*; do
+		echo "${t##*/} $(sed -n 's/Cpus_allowed_list:[[:space:]]*//p' "$t/status")"
+	done
+	wait $ct || true
+}
 
+run_cyclictest "$MEASURE" /tmp/cyclictest.json "" > "$LAB/affinity.txt"
+cp /tmp/cyclictest.json "$LAB/cyclictest.json"
 ksoftirqd_ticks > "$LAB/ksoftirqd-after"
 cat /proc/softirqs > "$LAB/softirqs-after"
+
+# Trace phase, same load: first a traced run as long as the measurement
+# (its latencies against the untraced ones give the tracing overhead),
+# then cyclictest's break trace (-b) stops the ring buffer at the first
+# sample over the threshold, up to three times in another DURATION.  The
+# threshold is half the measured maximum, at least $TRACE us, so the
+# captures are the worst cases.
+if [ -n "$TRACE" ]; then
+	max=$(sed -n 's/.*Max: *\([0-9]*\).*/\1/p' /tmp/cyclictest.out |
+		sort -n | tail -1)
+	thr=$((${max:-0} / 2))
+	[ "$thr" -ge "$TRACE" ] || thr=$TRACE
+	# shellcheck disable=SC2086
+	trace-cmd start -b 8192 $EVENTS > /dev/null
+	run_cyclictest "$MEASURE" /tmp/traced.json "" > /dev/null
+	cp /tmp/traced.json "$LAB/cyclictest-traced.json"
+	end=$(($(cut -d. -f1 /proc/uptime) + MEASURE))
+	n=0
+	while [ $n -lt 3 ]; do
+		left=$((end - $(cut -d. -f1 /proc/uptime)))
+		[ "$left" -gt 0 ] || break
+		trace-cmd stop > /dev/null
+		trace-cmd clear > /dev/null
+		trace-cmd restart > /dev/null
+		run_cyclictest "$left" /tmp/break.json \
+			"-b $thr --tracemark" > /dev/null
+		grep -qi "break thread" /tmp/cyclictest.out || break
+		n=$((n + 1))
+		trace-cmd extract -o "/tmp/trace-$n.dat" > /dev/null 2>&1
+		cp "/tmp/trace-$n.dat" "$LAB/trace-$n.dat"
+	done
+	trace-cmd reset > /dev/null
+	echo "threshold_us $thr captures $n max_us ${max:-0}" > "$LAB/trace.log"
+fi
+
 for p in $bg; do
 	wait "$p" || echo "background $p failed" >&2
 done

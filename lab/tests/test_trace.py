@@ -1,0 +1,86 @@
+"""Attribution of a worst case from a trace with a known cause."""
+import json
+
+from lab import trace, traceview
+
+# trace-cmd report's format.  A BLOCK softirq runs 4.9 ms inline on CPU0;
+# the RT task is woken on CPU0 2 ms into it and runs when it ends.
+LONG_BLOCK = """\
+cpus=2
+          <idle>-0     [000]   100.000000: softirq_raise:        vec=4 [action=BLOCK]
+          <idle>-0     [000]   100.000010: softirq_entry:        vec=4 [action=BLOCK]
+          <idle>-0     [000]   100.002000: irq_handler_entry:    irq=0 name=timer
+          <idle>-0     [000]   100.002005: sched_waking:         comm=cyclictest pid=225 prio=0 target_cpu=000
+          <idle>-0     [000]   100.002008: sched_wakeup:         cyclictest:225 [0] CPU:000
+          <idle>-0     [000]   100.002010: irq_handler_exit:     irq=0 ret=handled
+          <idle>-0     [000]   100.004910: softirq_exit:         vec=4 [action=BLOCK]
+          <idle>-0     [000]   100.004920: sched_switch:         swapper/0:0 [120] R ==> cyclictest:225 [0]
+      cyclictest-225   [000]   100.004950: print:                tracing_mark_write: hit latency threshold (2950 > 1000)
+"""
+
+# The task is woken on CPU0 where a tasklet runs in ksoftirqd, but a
+# higher-priority task holds CPU1: woken on CPU0, ran there after
+# ksoftirqd/0 yielded.
+KSOFTIRQD = """\
+     ksoftirqd/0-12    [000]    50.000000: softirq_entry:        vec=6 [action=TASKLET]
+     ksoftirqd/0-12    [000]    50.000500: sched_waking:         comm=cyclictest pid=300 prio=0 target_cpu=000
+     ksoftirqd/0-12    [000]    50.000502: sched_wakeup:         cyclictest:300 [0] CPU:000
+     ksoftirqd/0-12    [000]    50.001800: softirq_exit:         vec=6 [action=TASKLET]
+     ksoftirqd/0-12    [000]    50.001810: sched_switch:         ksoftirqd/0:12 [120] R ==> cyclictest:300 [0]
+      cyclictest-300   [000]    50.001830: print:                tracing_mark_write: hit latency threshold (1330 > 1000)
+"""
+
+# Woken on CPU0 (busy with NET_RX), placed on idle CPU1, which then sits
+# idle: the cause is not a softirq on the task's own CPU.
+PLACED_IDLE = """\
+          <idle>-0     [000]    10.000000: softirq_entry:        vec=3 [action=NET_RX]
+          <idle>-0     [000]    10.001000: sched_waking:         comm=cyclictest pid=400 prio=0 target_cpu=001
+          <idle>-0     [000]    10.001002: sched_migrate_task:   comm=cyclictest pid=400 prio=0 orig_cpu=0 dest_cpu=1
+          <idle>-0     [000]    10.001004: sched_wakeup:         cyclictest:400 [0] CPU:001
+          <idle>-0     [001]    10.002900: sched_switch:         swapper/1:0 [120] R ==> cyclictest:400 [0]
+      cyclictest-400   [001]    10.002950: print:                tracing_mark_write: hit latency threshold (1950 > 1000)
+          <idle>-0     [000]    10.004000: softirq_exit:         vec=3 [action=NET_RX]
+"""
+
+
+def test_long_softirq_on_the_tasks_cpu():
+    x = trace.explain(trace.parse(LONG_BLOCK))
+    assert x["latency_us"] == 2950 and x["pid"] == 225
+    assert x["ran_on"] == 0 and x["target_cpu"] == 0
+    assert x["cause"].startswith("BLOCK softirq on CPU0, the task's CPU")
+    shares = x["cpus"]["0"]
+    assert 2800 < shares["BLOCK softirq"] < 2950
+    assert shares["hard irq"] < 20
+    assert trace.placement(x) == "woken on CPU0, ran on CPU0"
+
+
+def test_softirq_in_ksoftirqd():
+    x = trace.explain(trace.parse(KSOFTIRQD))
+    assert x["cause"].startswith("TASKLET softirq in ksoftirqd/0 on CPU0")
+
+
+def test_placed_on_an_idle_cpu():
+    x = trace.explain(trace.parse(PLACED_IDLE))
+    assert x["ran_on"] == 1 and x["migrated"] == [(0, 1)]
+    assert x["cause"].startswith("CPU1 idle")
+    assert "NET_RX" in " ".join(x["cpus"]["0"])       # shown, not blamed
+    assert trace.placement(x) == \
+        "woken on CPU1 (waker on CPU0), moved, ran on CPU1"
+
+
+def test_views_of_a_worst_case(tmp_path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    events = trace.parse(LONG_BLOCK)
+    x = trace.explain(events)
+    traceview.perfetto(events, x, tmp_path / "t.json")
+    doc = json.loads((tmp_path / "t.json").read_text())
+    slices = [e for e in doc["traceEvents"] if e["ph"] == "X"]
+    block = [e for e in slices if e["name"] == "BLOCK softirq"]
+    assert len(block) == 1 and abs(block[0]["dur"] - 4900) < 1
+    assert any(e["name"] == "cyclictest" for e in slices)
+    fig, ax = plt.subplots()
+    traceview.draw(ax, events, x, "test")
+    assert ax.get_yticklabels()[0].get_text() == "CPU0"
+    plt.close(fig)

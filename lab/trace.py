@@ -1,0 +1,236 @@
+"""What the CPU did between an RT task's wake-up and its run, from a trace.
+
+The guest's trace phase (guest/plans/scenario.sh) lets cyclictest's break
+trace stop the ring buffer at the first sample over a threshold and saves
+it with `trace-cmd extract` (trace-N.dat, opened by KernelShark).  Here
+the host turns it into events with `trace-cmd report`, finds the sample
+the break marker names, and splits its latency window, on the CPU the
+task ran on and on the CPU it was woken on, into softirq vectors (inline
+or in ksoftirqd), hard irqs, other tasks and idle.  The largest share is
+the cause.
+"""
+import re
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .log import LabError
+
+VECTORS = ["HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL",
+           "TASKLET", "SCHED", "HRTIMER", "RCU"]
+LINE = re.compile(r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s+\[(?P<cpu>\d+)\]"
+                  r"(?:\s+\S+)?\s+(?P<ts>\d+\.\d+):\s+(?P<name>\w+):"
+                  r"\s*(?P<rest>.*)$")
+MARK = re.compile(r"hit latency threshold \((\d+) > (\d+)\)")
+KEYVAL = re.compile(r"(\w+)=(\S+)")
+# trace-cmd's sched plugin: "prev:pid [prio] S ==> next:pid [prio]"
+SWITCH = re.compile(r"(?P<prev_comm>.+?):(?P<prev_pid>\d+) \[-?\d+\] "
+                    r"(?P<prev_state>\S+) ==> (?P<next_comm>.+?):"
+                    r"(?P<next_pid>\d+) \[-?\d+\]")
+WAKEUP = re.compile(r"(?P<comm>.+?):(?P<pid>\d+) \[-?\d+\]"
+                    r"(?: success=\d+)? CPU:(?P<target_cpu>\d+)")
+
+
+@dataclass
+class Event:
+    ts: float            # seconds, guest clock
+    cpu: int
+    comm: str            # the task current on `cpu`
+    pid: int
+    name: str
+    args: dict = field(default_factory=dict)
+
+
+def _args(name: str, rest: str) -> dict:
+    if name == "sched_switch" and "==>" in rest:
+        m = SWITCH.search(rest)
+        if m:
+            return m.groupdict()
+    if name in ("sched_wakeup", "sched_waking") and "CPU:" in rest:
+        m = WAKEUP.search(rest)
+        if m:
+            return m.groupdict()
+    if name == "sched_switch":           # raw format
+        out = dict(KEYVAL.findall(rest))
+        if "==>" in rest:
+            out["prev_state"] = rest.split("==>")[0].split()[-1]
+        return out
+    out = dict(KEYVAL.findall(rest))
+    if name.startswith("softirq_"):
+        m = re.search(r"action=(\w+)", rest)
+        out["vec"] = m.group(1) if m else VECTORS[int(out.get("vec", 0))]
+    if name == "print":
+        out["text"] = rest
+    return out
+
+
+def parse(text: str) -> list:
+    events = []
+    for line in text.splitlines():
+        m = LINE.match(line)
+        if not m:
+            continue
+        name = m.group("name")
+        events.append(Event(float(m.group("ts")), int(m.group("cpu")),
+                            m.group("comm").strip(), int(m.group("pid")),
+                            name, _args(name, m.group("rest"))))
+    return events
+
+
+def report_text(dat: Path) -> str:
+    """`trace-cmd report` of a saved trace, kept beside it as .txt."""
+    txt = dat.with_suffix(".txt")
+    if txt.is_file() and txt.stat().st_mtime >= dat.stat().st_mtime:
+        return txt.read_text()
+    try:
+        r = subprocess.run(["trace-cmd", "report", "-i", str(dat)],
+                           capture_output=True, text=True, timeout=300)
+    except OSError as e:
+        raise LabError(f"cannot run trace-cmd ({e}): install Debian package "
+                       f"trace-cmd (`make deps`)") from None
+    if r.returncode != 0:
+        raise LabError(f"{dat}: trace-cmd report failed: "
+                       f"{r.stderr.strip()[:300]}")
+    txt.write_text(r.stdout)
+    return r.stdout
+
+
+def _pid(args: dict, key: str = "pid") -> int:
+    try:
+        return int(args.get(key, -1))
+    except ValueError:
+        return -1
+
+
+def occupancy(events: list, cpu: int, t0: float, t1: float) -> dict:
+    """Microseconds of [t0, t1] on `cpu` per activity: "BLOCK softirq",
+    "BLOCK softirq in ksoftirqd/0", "hard irq", a task's comm, "idle"."""
+    shares = {}
+    task = None                 # comm current on the CPU
+    soft = None                 # (vector, since) while a softirq runs
+    hard = None                 # since, while a hard irq runs
+    since = t0
+
+    def add(label, a, b):
+        a, b = max(a, t0), min(b, t1)
+        if b > a:
+            shares[label] = shares.get(label, 0.0) + (b - a) * 1e6
+
+    def current(now):
+        if hard is not None:
+            return "hard irq"
+        if soft is not None:
+            if task and task.startswith("ksoftirqd/"):
+                return f"{soft} softirq in {task}"
+            return f"{soft} softirq"
+        if task is None:
+            return "unknown"
+        return "idle" if task.startswith("swapper") else task
+
+    for e in events:
+        if e.cpu != cpu:
+            continue
+        if e.ts > t1:
+            break
+        if task is None:
+            task = e.comm if e.name != "sched_switch" \
+                else e.args.get("prev_comm", e.comm)
+        label = current(e.ts)
+        if e.name == "softirq_entry":
+            add(label, since, e.ts)
+            soft, since = e.args["vec"], e.ts
+        elif e.name == "softirq_exit":
+            add(label, since, e.ts)
+            soft, since = None, e.ts
+        elif e.name == "irq_handler_entry":
+            add(label, since, e.ts)
+            hard, since = e.ts, e.ts
+        elif e.name == "irq_handler_exit":
+            add(label, since, e.ts)
+            hard, since = None, e.ts
+        elif e.name == "sched_switch":
+            add(label, since, e.ts)
+            task, since = e.args.get("next_comm", "?"), e.ts
+    add(current(t1), since, t1)
+    return shares
+
+
+def explain(events: list) -> dict:
+    """The sample cyclictest's break marker names, and why it was late."""
+    marks = [(e, MARK.search(e.args.get("text", ""))) for e in events
+             if e.name == "print"]
+    marks = [(e, m) for e, m in marks if m]
+    if not marks:
+        raise LabError("no 'hit latency threshold' marker in the trace")
+    mark, m = marks[0]
+    latency_us, pid = int(m.group(1)), mark.pid
+    runs = [e for e in events if e.name == "sched_switch"
+            and _pid(e.args, "next_pid") == pid and e.ts <= mark.ts]
+    t_run = runs[-1].ts if runs else mark.ts
+    cpu_run = runs[-1].cpu if runs else mark.cpu
+    t0 = min(mark.ts - latency_us / 1e6, t_run)
+    wakes = [e for e in events if e.name == "sched_waking"
+             and _pid(e.args) == pid and t0 - 0.001 <= e.ts <= t_run]
+    ups = [e for e in events if e.name == "sched_wakeup"
+           and _pid(e.args) == pid and t0 - 0.001 <= e.ts <= t_run]
+    moves = [e for e in events if e.name == "sched_migrate_task"
+             and _pid(e.args) == pid and t0 - 0.001 <= e.ts <= t_run]
+    woken = wakes[-1] if wakes else None
+    target = int(ups[-1].args.get("target_cpu", cpu_run)) if ups \
+        else cpu_run
+    cpus = sorted({cpu_run, target} |
+                  ({woken.cpu} if woken else set()))
+    where = {c: occupancy(events, c, t0, t_run) for c in cpus}
+    run_shares = where[cpu_run]
+    top = max(run_shares.items(), key=lambda kv: kv[1]) if run_shares \
+        else ("unknown", 0.0)
+    cause = _cause(top, cpu_run)
+    return {"latency_us": latency_us, "pid": pid, "comm": mark.comm,
+            "threshold_us": int(m.group(2)),
+            "window": [t0, t_run], "mark_ts": mark.ts,
+            "waker_cpu": woken.cpu if woken else None,
+            "waker": woken.comm if woken else None,
+            "target_cpu": target, "ran_on": cpu_run,
+            "migrated": [(_pid(e.args, "orig_cpu"), _pid(e.args, "dest_cpu"))
+                         for e in moves],
+            "cpus": {str(c): {k: round(v, 1) for k, v in sorted(
+                where[c].items(), key=lambda kv: -kv[1])} for c in cpus},
+            "cause": cause}
+
+
+def _cause(top: tuple, cpu: int) -> str:
+    label, us = top
+    where = f"on CPU{cpu}, the task's CPU"
+    if "softirq" in label:
+        return f"{label} {where} ({us:.0f} us)"
+    if label == "hard irq":
+        return f"hard irqs {where} ({us:.0f} us)"
+    if label == "idle":
+        return (f"CPU{cpu} idle for {us:.0f} us: the wake-up reached it "
+                f"late (IPI or emulator did not run the vCPU)")
+    return f"task {label} ran {where} ({us:.0f} us)"
+
+
+def placement(x: dict) -> str:
+    """Where the task was woken and where it ran, in a few words."""
+    woke = f"woken on CPU{x['target_cpu']}"
+    if x["waker_cpu"] is not None and x["waker_cpu"] != x["target_cpu"]:
+        woke += f" (waker on CPU{x['waker_cpu']})"
+    if x["migrated"]:
+        return f"{woke}, moved, ran on CPU{x['ran_on']}"
+    return f"{woke}, ran on CPU{x['ran_on']}"
+
+
+def explain_run(run_dir: Path) -> list:
+    """Every capture of one run, explained (captures that cannot be read
+    are reported in the list with an error)."""
+    out = []
+    for dat in sorted(run_dir.glob("trace-*.dat")):
+        try:
+            x = explain(parse(report_text(dat)))
+        except LabError as e:
+            out.append({"trace": str(dat), "error": str(e)})
+            continue
+        x["trace"] = str(dat)
+        out.append(x)
+    return out
