@@ -19,14 +19,14 @@ def cmd_build(args) -> int:
 def cmd_accel(args) -> int:
     first = build.build(variants.select(args.variants)[0])
     accel = qemu.choose_accel(first.image)
-    print(f"{accel.name}: {accel.reason}")
+    print(accel.summary())
     return 0
 
 
 def cmd_health(args) -> int:
     built = list(build.build_all(variants.select(args.variants)).values())
     accel = qemu.choose_accel(built[0].image)
-    info(f"accelerator: {accel.name} ({accel.reason})")
+    info(f"accelerator: {accel.summary()}")
     failed = 0
     for i, b in enumerate(built, 1):
         info(f"boot {i}/{len(built)}: {b.variant}")

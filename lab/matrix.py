@@ -86,7 +86,7 @@ def run(variants: list, scenarios: list, boots: int,
     built = build.build_all(variants)
     initrds = {v.name: guestbuild.initrd(v, built[v.name]) for v in variants}
     accel = accel or qemu.choose_accel(built[variants[0].name].image)
-    info(f"accelerator: {accel.name} ({accel.reason})")
+    info(f"accelerator: {accel.summary()}")
 
     # Boot-major order: every cell gets its first boot before any gets a
     # second, so a stopped matrix is still a usable comparison.

@@ -4,7 +4,8 @@ KVM is used where it works.  An existing /dev/kvm is not proof: on some
 hosts (nested virtualisation) guests hang at kernel entry under KVM.  So
 the first boot of a session probes KVM with a short boot that must reach
 the kernel's root-mount panic within seconds, and falls back to TCG
-otherwise.  The verdict is cached per host boot.
+otherwise, in the setting the fidelity study chose (lab/settings.py).
+The verdict is cached per host boot.
 
 QEMU keeps the host's normal scheduling priority: a QEMU under host
 SCHED_FIFO starved a 2-core machine for ten minutes.
@@ -24,9 +25,6 @@ from .log import LabError, warn
 
 PR_SET_PDEATHSIG = 1
 KVM_PROBE_SECONDS = float(os.environ.get("LAB_KVM_PROBE_SECONDS", "6"))
-# Single-threaded TCG by default: under multi-threaded TCG the placement
-# effect under test vanished (shared/design/lab.md, measured).
-TCG_THREAD = os.environ.get("LAB_TCG_THREAD", "single")
 
 
 def qemu_binary() -> str:
@@ -48,6 +46,13 @@ class Accel:
     append: str = ""   # guest kernel parameters the setting adds
     pin: bool = False  # pin vCPU thread i to host core i
 
+    def summary(self) -> str:
+        """One line for people: what runs the guest, and why."""
+        how = " ".join(self.args) + (f", guest {self.append}"
+                                     if self.append else "")
+        setting = f", setting {self.setting}" if self.setting else ""
+        return f"{self.name}{setting} ({how}): {self.reason}"
+
     def as_dict(self) -> dict:
         return {"name": self.name, "reason": self.reason,
                 "args": self.args, "setting": self.setting,
@@ -55,7 +60,9 @@ class Accel:
 
 
 def tcg(reason: str) -> Accel:
-    return Accel("tcg", reason, ["-accel", f"tcg,thread={TCG_THREAD}"])
+    """The lab's TCG setting: settings.DEFAULT_TCG, or LAB_TCG_SETTING."""
+    from . import settings      # settings are made of Accels: import late
+    return settings.tcg(reason)
 
 
 def host_cpu() -> str:
@@ -150,25 +157,26 @@ def choose_accel(kernel: Path) -> Accel:
 
     verdict = paths.cache_dir() / "accel.json"
     key = {"boot_id": boot_id(), "qemu": qemu_binary(), "device": str(dev)}
+    saved = {}
     if not forced and verdict.is_file():
         saved = json.loads(verdict.read_text())
-        if saved.get("key") == key:
-            return Accel(**saved["accel"])
-    started = time.monotonic()
-    works, why = probe_kvm(kernel)
-    took = time.monotonic() - started
-    if works:
-        accel = Accel("kvm", f"KVM probe boot: {why} ({took:.1f} s)",
-                      ["-accel", "kvm", "-cpu", "host"])
-    elif forced:
+    if saved.get("key") != key or "kvm" not in saved:
+        started = time.monotonic()
+        works, why = probe_kvm(kernel)
+        saved = {"key": key, "kvm": works, "why": why,
+                 "took": round(time.monotonic() - started, 1)}
+        verdict.parent.mkdir(parents=True, exist_ok=True)
+        verdict.write_text(json.dumps(saved))
+        if not works:
+            warn(f"KVM unusable ({why}); using TCG")
+    why, took = saved["why"], saved["took"]
+    if saved["kvm"]:
+        return Accel("kvm", f"KVM probe boot: {why} ({took:.1f} s)",
+                     ["-accel", "kvm", "-cpu", "host"])
+    if forced:
         raise LabError(f"LAB_ACCEL=kvm but KVM does not work: {why}")
-    else:
-        accel = tcg(f"{dev} exists but KVM is unusable: {why}; "
-                    f"fell back after {took:.1f} s")
-        warn(f"KVM unusable ({why}); using TCG")
-    verdict.parent.mkdir(parents=True, exist_ok=True)
-    verdict.write_text(json.dumps({"key": key, "accel": accel.as_dict()}))
-    return accel
+    return tcg(f"{dev} exists but KVM is unusable: {why}; fell back "
+               f"after {took:.1f} s")
 
 
 @dataclass

@@ -43,8 +43,8 @@ def analyse(runs: list) -> dict:
 def text(t: dict, variants: list, scenarios: list) -> list:
     if not t:
         return []
-    out = ["", "Cause of the worst-case latency (cyclictest break "
-           "traces; the few worst captures per cell):"]
+    out = [""] + _wrap("Cause of the worst-case latency (cyclictest "
+                       "break traces; the few worst captures per cell):")
     for scen in scenarios:
         rows = [(v, t[f"{scen}/{v}"]) for v in variants
                 if f"{scen}/{v}" in t]
@@ -55,7 +55,7 @@ def text(t: dict, variants: list, scenarios: list) -> list:
             if not c["captures"]:
                 out.append(f"  {var:<10}no capture over the threshold")
             for x in c["captures"]:
-                out += _wrap(f"{var:<10}{x['latency_us']:>6} us: "
+                out += _wrap(f"{var} {x['latency_us']} us: "
                              f"{x['cause']}; {trace.placement(x)}",
                              "  ")[:3]
     out += ["", "Tracing overhead (same boots, traced run after the "

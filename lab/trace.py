@@ -22,11 +22,18 @@ LINE = re.compile(r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s+\[(?P<cpu>\d+)\]"
                   r"(?:\s+\S+)?\s+(?P<ts>\d+\.\d+):\s+(?P<name>\w+):"
                   r"\s*(?P<rest>.*)$")
 MARK = re.compile(r"hit latency threshold \((\d+) > (\d+)\)")
+# The guest plan's marker once cyclictest's threads may run on any CPU:
+# a break before it was taken while the task was still pinned.
+WIDENED = "lab: affinity widened"
 KEYVAL = re.compile(r"(\w+)=(\S+)")
 # trace-cmd's sched plugin: "prev:pid [prio] S ==> next:pid [prio]"
 SWITCH = re.compile(r"(?P<prev_comm>.+?):(?P<prev_pid>\d+) \[-?\d+\] "
                     r"(?P<prev_state>\S+) ==> (?P<next_comm>.+?):"
                     r"(?P<next_pid>\d+) \[-?\d+\]")
+# Hard interrupts: device handlers and the x86 vectors the lab traces
+# (local timer, reschedule and function-call IPIs).
+HARD_IRQS = ("irq_handler", "local_timer", "reschedule",
+             "call_function_single")
 WAKEUP = re.compile(r"(?P<comm>.+?):(?P<pid>\d+) \[-?\d+\]"
                     r"(?: success=\d+)? CPU:(?P<target_cpu>\d+)")
 
@@ -102,13 +109,24 @@ def _pid(args: dict, key: str = "pid") -> int:
         return -1
 
 
-def occupancy(events: list, cpu: int, t0: float, t1: float) -> dict:
+def _hard(name: str) -> str:
+    """'entry' or 'exit' for a hard interrupt event, else ''."""
+    for irq in HARD_IRQS:
+        if name in (irq + "_entry", irq + "_exit"):
+            return name[len(irq) + 1:]
+    return ""
+
+
+def occupancy(events: list, cpu: int, t0: float, t1: float,
+              woken: str = "") -> dict:
     """Microseconds of [t0, t1] on `cpu` per activity: "BLOCK softirq",
-    "BLOCK softirq in ksoftirqd/0", "hard irq", a task's comm, "idle"."""
+    "BLOCK softirq in ksoftirqd/0", "hard irq", a task's comm, "idle";
+    time in which the woken task (`woken`) was current but showed
+    nothing is "no activity"."""
     shares = {}
     task = None                 # comm current on the CPU
-    soft = None                 # (vector, since) while a softirq runs
-    hard = None                 # since, while a hard irq runs
+    soft = None                 # vector while a softirq runs
+    hard = 0                    # hard irq nesting depth
     since = t0
 
     def add(label, a, b):
@@ -116,8 +134,8 @@ def occupancy(events: list, cpu: int, t0: float, t1: float) -> dict:
         if b > a:
             shares[label] = shares.get(label, 0.0) + (b - a) * 1e6
 
-    def current(now):
-        if hard is not None:
+    def current():
+        if hard:
             return "hard irq"
         if soft is not None:
             if task and task.startswith("ksoftirqd/"):
@@ -125,6 +143,8 @@ def occupancy(events: list, cpu: int, t0: float, t1: float) -> dict:
             return f"{soft} softirq"
         if task is None:
             return "unknown"
+        if task == woken:
+            return "no activity"
         return "idle" if task.startswith("swapper") else task
 
     for e in events:
@@ -135,23 +155,22 @@ def occupancy(events: list, cpu: int, t0: float, t1: float) -> dict:
         if task is None:
             task = e.comm if e.name != "sched_switch" \
                 else e.args.get("prev_comm", e.comm)
-        label = current(e.ts)
+        label, edge = current(), _hard(e.name)
+        if e.name in ("softirq_entry", "softirq_exit") or edge or \
+                e.name == "sched_switch":
+            add(label, since, e.ts)
+            since = e.ts
         if e.name == "softirq_entry":
-            add(label, since, e.ts)
-            soft, since = e.args["vec"], e.ts
+            soft = e.args["vec"]
         elif e.name == "softirq_exit":
-            add(label, since, e.ts)
-            soft, since = None, e.ts
-        elif e.name == "irq_handler_entry":
-            add(label, since, e.ts)
-            hard, since = e.ts, e.ts
-        elif e.name == "irq_handler_exit":
-            add(label, since, e.ts)
-            hard, since = None, e.ts
+            soft = None
+        elif edge == "entry":
+            hard += 1
+        elif edge == "exit":
+            hard = max(0, hard - 1)
         elif e.name == "sched_switch":
-            add(label, since, e.ts)
-            task, since = e.args.get("next_comm", "?"), e.ts
-    add(current(t1), since, t1)
+            task = e.args.get("next_comm", "?")
+    add(current(), since, t1)
     return shares
 
 
@@ -163,12 +182,18 @@ def explain(events: list) -> dict:
     if not marks:
         raise LabError("no 'hit latency threshold' marker in the trace")
     mark, m = marks[0]
+    if not any(e.name == "print" and WIDENED in e.args.get("text", "")
+               and e.ts <= mark.ts for e in events):
+        raise LabError("the break came before cyclictest's threads were "
+                       "free to move (still pinned): not a fair sample")
     latency_us, pid = int(m.group(1)), mark.pid
+    t0 = mark.ts - latency_us / 1e6
     runs = [e for e in events if e.name == "sched_switch"
-            and _pid(e.args, "next_pid") == pid and e.ts <= mark.ts]
+            and _pid(e.args, "next_pid") == pid and t0 <= e.ts <= mark.ts]
+    # No switch to the task in the window: it was still current when
+    # woken (on its way to sleep), and what delayed it happened on its CPU.
     t_run = runs[-1].ts if runs else mark.ts
     cpu_run = runs[-1].cpu if runs else mark.cpu
-    t0 = min(mark.ts - latency_us / 1e6, t_run)
     wakes = [e for e in events if e.name == "sched_waking"
              and _pid(e.args) == pid and t0 - 0.001 <= e.ts <= t_run]
     ups = [e for e in events if e.name == "sched_wakeup"
@@ -180,7 +205,7 @@ def explain(events: list) -> dict:
         else cpu_run
     cpus = sorted({cpu_run, target} |
                   ({woken.cpu} if woken else set()))
-    where = {c: occupancy(events, c, t0, t_run) for c in cpus}
+    where = {c: occupancy(events, c, t0, t_run, mark.comm) for c in cpus}
     run_shares = where[cpu_run]
     top = max(run_shares.items(), key=lambda kv: kv[1]) if run_shares \
         else ("unknown", 0.0)
@@ -208,6 +233,10 @@ def _cause(top: tuple, cpu: int) -> str:
     if label == "idle":
         return (f"CPU{cpu} idle for {us:.0f} us: the wake-up reached it "
                 f"late (IPI or emulator did not run the vCPU)")
+    if label == "no activity":
+        return (f"no activity on CPU{cpu} for {us:.0f} us while the woken "
+                f"task was current: the vCPU was not run (emulator) or "
+                f"ran with interrupts off")
     return f"task {label} ran {where} ({us:.0f} us)"
 
 

@@ -3,7 +3,7 @@ import time
 
 import pytest
 
-from lab import qemu
+from lab import qemu, settings
 from lab.log import LabError
 
 
@@ -18,6 +18,7 @@ def fake_qemu(tmp_path, body):
 def env(tmp_path, monkeypatch):
     monkeypatch.setenv("LAB_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("LAB_ACCEL", raising=False)
+    monkeypatch.delenv("LAB_TCG_SETTING", raising=False)
     kvm = tmp_path / "kvm"
     kvm.write_text("")
     monkeypatch.setenv("LAB_KVM_DEVICE", str(kvm))
@@ -29,7 +30,19 @@ def test_no_kvm_device_means_tcg(env, monkeypatch):
     monkeypatch.setenv("LAB_KVM_DEVICE", str(env / "absent"))
     a = qemu.choose_accel(env / "bzImage")
     assert a.name == "tcg" and "does not exist" in a.reason
-    assert a.args == ["-accel", f"tcg,thread={qemu.TCG_THREAD}"]
+    assert a.setting == settings.DEFAULT_TCG
+    assert a.args == ["-accel", "tcg", "-icount", "shift=3,sleep=off"]
+
+
+def test_tcg_setting_can_be_named(env, monkeypatch):
+    monkeypatch.setenv("LAB_KVM_DEVICE", str(env / "absent"))
+    monkeypatch.setenv("LAB_TCG_SETTING", "tcg-single")
+    a = qemu.choose_accel(env / "bzImage")
+    assert a.args == ["-accel", "tcg,thread=single"]
+    assert "setting tcg-single from LAB_TCG_SETTING" in a.reason
+    monkeypatch.setenv("LAB_TCG_SETTING", "kvm")
+    with pytest.raises(LabError, match="name a TCG setting"):
+        qemu.choose_accel(env / "bzImage")
 
 
 def test_hanging_kvm_falls_back_to_tcg_within_seconds(env, monkeypatch):

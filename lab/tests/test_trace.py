@@ -1,12 +1,16 @@
 """Attribution of a worst case from a trace with a known cause."""
 import json
+import re
 
 from lab import trace, traceview
 
 # trace-cmd report's format.  A BLOCK softirq runs 4.9 ms inline on CPU0;
 # the RT task is woken on CPU0 2 ms into it and runs when it ends.
+WIDENED = "              sh-100   [001]    {ts}: print:                tracing_mark_write: lab: affinity widened\n"
+
 LONG_BLOCK = """\
 cpus=2
+""" + WIDENED.format(ts="99.000000") + """\
           <idle>-0     [000]   100.000000: softirq_raise:        vec=4 [action=BLOCK]
           <idle>-0     [000]   100.000010: softirq_entry:        vec=4 [action=BLOCK]
           <idle>-0     [000]   100.002000: irq_handler_entry:    irq=0 name=timer
@@ -21,7 +25,7 @@ cpus=2
 # The task is woken on CPU0 where a tasklet runs in ksoftirqd, but a
 # higher-priority task holds CPU1: woken on CPU0, ran there after
 # ksoftirqd/0 yielded.
-KSOFTIRQD = """\
+KSOFTIRQD = WIDENED.format(ts="49.000000") + """\
      ksoftirqd/0-12    [000]    50.000000: softirq_entry:        vec=6 [action=TASKLET]
      ksoftirqd/0-12    [000]    50.000500: sched_waking:         comm=cyclictest pid=300 prio=0 target_cpu=000
      ksoftirqd/0-12    [000]    50.000502: sched_wakeup:         cyclictest:300 [0] CPU:000
@@ -32,7 +36,8 @@ KSOFTIRQD = """\
 
 # Woken on CPU0 (busy with NET_RX), placed on idle CPU1, which then sits
 # idle: the cause is not a softirq on the task's own CPU.
-PLACED_IDLE = """\
+PLACED_IDLE = WIDENED.format(ts="9.000000") + """\
+              sh-100   [001]     9.000100: sched_switch:         sh:100 [120] S ==> swapper/1:0 [120]
           <idle>-0     [000]    10.000000: softirq_entry:        vec=3 [action=NET_RX]
           <idle>-0     [000]    10.001000: sched_waking:         comm=cyclictest pid=400 prio=0 target_cpu=001
           <idle>-0     [000]    10.001002: sched_migrate_task:   comm=cyclictest pid=400 prio=0 orig_cpu=0 dest_cpu=1
@@ -68,6 +73,15 @@ def test_placed_on_an_idle_cpu():
         "woken on CPU1 (waker on CPU0), moved, ran on CPU1"
 
 
+def test_a_break_while_still_pinned_is_not_explained():
+    import pytest
+    from lab.log import LabError
+    pinned = "\n".join(line for line in LONG_BLOCK.splitlines()
+                        if "affinity widened" not in line)
+    with pytest.raises(LabError, match="still pinned"):
+        trace.explain(trace.parse(pinned))
+
+
 def test_views_of_a_worst_case(tmp_path):
     import matplotlib
     matplotlib.use("Agg")
@@ -84,3 +98,32 @@ def test_views_of_a_worst_case(tmp_path):
     traceview.draw(ax, events, x, "test")
     assert ax.get_yticklabels()[0].get_text() == "CPU0"
     plt.close(fig)
+
+
+def test_report_explains_each_cells_worst_case(tmp_path):
+    """Run folders with a trace phase give the cause table, the overhead
+    and the viewer files (trace-cmd's text kept beside the .dat)."""
+    import os
+    import time
+    from lab import report
+    from lab.tests.test_matrix_report import fake_run
+    root = tmp_path / "res"
+    for boot in (1, 2):
+        fake_run(root, "baseline", "idle", boot, 50, 300, seed=boot)
+        d = fake_run(root, "baseline", "long", boot, 1000, 5000, seed=boot)
+        (d / "cyclictest-traced.json").write_text(json.dumps(
+            {"thread": {"0": {"histogram": {"1200": 90, "5500": 10}}}}))
+        (d / "trace-1.dat").write_bytes(b"")
+        (d / "trace-1.txt").write_text(LONG_BLOCK)
+        later = time.time() + 10
+        os.utime(d / "trace-1.txt", (later, later))
+    out = report.write(root, tmp_path / "rep", {}, "make lab")
+    text = (out / "report.txt").read_text()
+    assert "Cause of the worst-case latency" in text
+    assert "baseline 2950 us: BLOCK softirq on CPU0, the task's CPU" in text
+    assert re.search(r"long/baseline\s+\d+\s+5500\s+\d\.\d\d", text)
+    assert (out / "timeline-long.png").stat().st_size > 1000
+    assert (out / "data" / "trace-long-baseline.dat").is_file()
+    json.loads((out / "data" / "trace-long-baseline.json").read_text())
+    assert "![timeline-long.png](timeline-long.png)" in \
+        (out / "report.md").read_text()
