@@ -6,7 +6,7 @@ from pathlib import Path
 from . import stats, trace, traceview
 from .textfmt import WIDTH, fmt_us, wrap as _wrap
 
-WORST = 3                  # captures explained per cell
+WORST = 3                  # wake-ups explained per cell
 
 
 def analyse(runs: list) -> dict:
@@ -18,12 +18,17 @@ def analyse(runs: list) -> dict:
             continue
         c = cells.setdefault(f"{r['scenario']}/{r['variant']}",
                              {"captures": [], "errors": [], "untraced": [],
-                              "traced": []})
+                              "traced": [], "wakeups": 0, "over": 0})
         c["untraced"].append(r["histogram"])
         c["traced"].append(r["traced_histogram"])
-        for x in r["traces"]:
-            (c["errors"] if "error" in x else c["captures"]).append(
-                dict(x, boot=r["boot"]))
+        t = r["trace"]
+        if "error" in t:
+            c["errors"].append(f"boot {r['boot']}: {t['error']}")
+            continue
+        c["wakeups"] += t["wakeups"]
+        c["over_us"] = t["over_us"]
+        c["over"] += t["over"]
+        c["captures"] += [dict(x, boot=r["boot"]) for x in t["worst"]]
     out = {}
     for key, c in cells.items():
         p99 = [stats.quantile(stats.pooled(c[k]), 0.99)
@@ -33,7 +38,9 @@ def analyse(runs: list) -> dict:
         out[key] = {
             "captures": sorted(c["captures"],
                                key=lambda x: -x["latency_us"])[:WORST],
-            "captured": len(c["captures"]), "errors": c["errors"],
+            "wakeups": c["wakeups"], "over": c["over"],
+            "over_us": c.get("over_us", 0),
+            "errors": c["errors"],
             "overhead": {"boots": len(c["untraced"]),
                          "median_us": med, "p99_us": p99,
                          "p99_ratio": p99[1] / p99[0] if p99[0] else None}}
@@ -43,8 +50,9 @@ def analyse(runs: list) -> dict:
 def text(t: dict, variants: list, scenarios: list) -> list:
     if not t:
         return []
-    out = [""] + _wrap("Cause of the worst-case latency (cyclictest "
-                       "break traces; the few worst captures per cell):")
+    out = [""] + _wrap("Cause of the worst-case latency (traced run of "
+                       "cyclictest under the same load; wake-up to run, "
+                       "the worst three per cell):")
     for scen in scenarios:
         rows = [(v, t[f"{scen}/{v}"]) for v in variants
                 if f"{scen}/{v}" in t]
@@ -53,11 +61,16 @@ def text(t: dict, variants: list, scenarios: list) -> list:
         out.append(f"{scen}:")
         for var, c in rows:
             if not c["captures"]:
-                out.append(f"  {var:<10}no capture over the threshold")
+                why = c["errors"][0] if c["errors"] else \
+                    "no wake-up of cyclictest in the trace"
+                out += _wrap(f"{var}: {why}", "  ")
+            if c["wakeups"]:
+                out.append(f"  {var}: {c['over']} of {c['wakeups']} "
+                           f"wake-ups over {c['over_us']} us; worst:")
             for x in c["captures"]:
-                out += _wrap(f"{var} {x['latency_us']} us: "
+                out += _wrap(f"  {x['latency_us']} us: "
                              f"{x['cause']}; {trace.placement(x)}",
-                             "  ")[:3]
+                             "    ")[:3]
     out += ["", "Tracing overhead (same boots, traced run after the "
             "measured one):", f"  {'cell':<28}{'p99 untraced':>13}"
             f"{'traced':>8}{'ratio':>7}"]

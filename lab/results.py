@@ -111,6 +111,7 @@ def summarize(run_dir: Path) -> dict:
         probe=probe(run_dir))
     traced = run_dir / "cyclictest-traced.json"
     if traced.is_file():
+        over = int(record.get("plan_env", {}).get("TRACE") or 0)
         out.update(traced_histogram=histogram(json.loads(traced.read_text())),
-                   traces=trace.explain_run(run_dir))
+                   trace=trace.explain_run(run_dir, over))
     return out

@@ -1,13 +1,19 @@
 """What the CPU did between an RT task's wake-up and its run, from a trace.
 
-The guest's trace phase (guest/plans/scenario.sh) lets cyclictest's break
-trace stop the ring buffer at the first sample over a threshold and saves
-it with `trace-cmd extract` (trace-N.dat, opened by KernelShark).  Here
-the host turns it into events with `trace-cmd report`, finds the sample
-the break marker names, and splits its latency window, on the CPU the
-task ran on and on the CPU it was woken on, into softirq vectors (inline
-or in ksoftirqd), hard irqs, other tasks and idle.  The largest share is
-the cause.
+The guest's trace phase (guest/plans/scenario.sh) runs cyclictest again
+with scheduler and irq events traced into a ring buffer that holds the
+whole run, saved with `trace-cmd extract` (trace.dat, opened by
+KernelShark).  Here the host turns it into events with `trace-cmd
+report`, measures every wake-up of cyclictest's RT threads (sched_waking
+to the sched_switch that runs it), and splits the worst ones' windows, on
+the CPU the task ran on and on the CPU it was woken on, into softirq
+vectors (inline or in ksoftirqd), hard irqs, other tasks and idle.  The
+largest share on the task's CPU is the cause.
+
+Why the whole run and not cyclictest's break trace (-b): a break ends
+cyclictest at the first sample over the threshold, and while the guest
+is still widening the threads' affinity the first samples are pinned
+ones; a full trace explains the worst wake-ups of a whole fair run.
 """
 import re
 import subprocess
@@ -21,10 +27,10 @@ VECTORS = ["HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL",
 LINE = re.compile(r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s+\[(?P<cpu>\d+)\]"
                   r"(?:\s+\S+)?\s+(?P<ts>\d+\.\d+):\s+(?P<name>\w+):"
                   r"\s*(?P<rest>.*)$")
-MARK = re.compile(r"hit latency threshold \((\d+) > (\d+)\)")
-# The guest plan's marker once cyclictest's threads may run on any CPU:
-# a break before it was taken while the task was still pinned.
+# The guest plan's marker once cyclictest's threads may run on any CPU;
+# wake-ups before it are left out (the task was still pinned).
 WIDENED = "lab: affinity widened"
+RT_PRIO = 100             # trace prio below this: a real-time task
 KEYVAL = re.compile(r"(\w+)=(\S+)")
 # trace-cmd's sched plugin: "prev:pid [prio] S ==> next:pid [prio]"
 SWITCH = re.compile(r"(?P<prev_comm>.+?):(?P<prev_pid>\d+) \[-?\d+\] "
@@ -34,6 +40,10 @@ SWITCH = re.compile(r"(?P<prev_comm>.+?):(?P<prev_pid>\d+) \[-?\d+\] "
 # (local timer, reschedule and function-call IPIs).
 HARD_IRQS = ("irq_handler", "local_timer", "reschedule",
              "call_function_single")
+# No real interrupt handler in these guests runs this long: a hard irq
+# that does is a vCPU the emulator did not run (README.md, "Fidelity").
+STALL_US = 500
+STALLED = "vCPU stalled in an interrupt"
 WAKEUP = re.compile(r"(?P<comm>.+?):(?P<pid>\d+) \[-?\d+\]"
                     r"(?: success=\d+)? CPU:(?P<target_cpu>\d+)")
 
@@ -158,6 +168,8 @@ def occupancy(events: list, cpu: int, t0: float, t1: float,
         label, edge = current(), _hard(e.name)
         if e.name in ("softirq_entry", "softirq_exit") or edge or \
                 e.name == "sched_switch":
+            if label == "hard irq" and (e.ts - since) * 1e6 > STALL_US:
+                label = STALLED
             add(label, since, e.ts)
             since = e.ts
         if e.name == "softirq_entry":
@@ -174,53 +186,51 @@ def occupancy(events: list, cpu: int, t0: float, t1: float,
     return shares
 
 
-def explain(events: list) -> dict:
-    """The sample cyclictest's break marker names, and why it was late."""
-    marks = [(e, MARK.search(e.args.get("text", ""))) for e in events
-             if e.name == "print"]
-    marks = [(e, m) for e, m in marks if m]
-    if not marks:
-        raise LabError("no 'hit latency threshold' marker in the trace")
-    mark, m = marks[0]
-    if not any(e.name == "print" and WIDENED in e.args.get("text", "")
-               and e.ts <= mark.ts for e in events):
-        raise LabError("the break came before cyclictest's threads were "
-                       "free to move (still pinned): not a fair sample")
-    latency_us, pid = int(m.group(1)), mark.pid
-    t0 = mark.ts - latency_us / 1e6
-    runs = [e for e in events if e.name == "sched_switch"
-            and _pid(e.args, "next_pid") == pid and t0 <= e.ts <= mark.ts]
-    # No switch to the task in the window: it was still current when
-    # woken (on its way to sleep), and what delayed it happened on its CPU.
-    t_run = runs[-1].ts if runs else mark.ts
-    cpu_run = runs[-1].cpu if runs else mark.cpu
-    wakes = [e for e in events if e.name == "sched_waking"
-             and _pid(e.args) == pid and t0 - 0.001 <= e.ts <= t_run]
+def wakeups(events: list) -> list:
+    """(waking event, switch-in event, latency us) of every wake-up of a
+    real-time cyclictest thread after the affinity marker."""
+    start = next((e.ts for e in events if e.name == "print"
+                  and WIDENED in e.args.get("text", "")), None)
+    if start is None:
+        raise LabError("no 'lab: affinity widened' marker in the trace")
+    pending, out = {}, []
+    for e in events:
+        if e.ts < start:
+            continue
+        if e.name == "sched_waking" and e.args.get("comm") == "cyclictest" \
+                and _pid(e.args, "prio") < RT_PRIO:
+            pending.setdefault(_pid(e.args), e)
+        elif e.name == "sched_switch":
+            w = pending.pop(_pid(e.args, "next_pid"), None)
+            if w:
+                out.append((w, e, round((e.ts - w.ts) * 1e6)))
+    return out
+
+
+def explain(events: list, waking: Event, run: Event) -> dict:
+    """Why the wake-up `waking` ran only at `run`."""
+    pid, t0, t_run, cpu_run = _pid(waking.args), waking.ts, run.ts, run.cpu
     ups = [e for e in events if e.name == "sched_wakeup"
-           and _pid(e.args) == pid and t0 - 0.001 <= e.ts <= t_run]
+           and _pid(e.args) == pid and t0 <= e.ts <= t_run]
     moves = [e for e in events if e.name == "sched_migrate_task"
-             and _pid(e.args) == pid and t0 - 0.001 <= e.ts <= t_run]
-    woken = wakes[-1] if wakes else None
+             and _pid(e.args) == pid and t0 <= e.ts <= t_run]
     target = int(ups[-1].args.get("target_cpu", cpu_run)) if ups \
         else cpu_run
-    cpus = sorted({cpu_run, target} |
-                  ({woken.cpu} if woken else set()))
-    where = {c: occupancy(events, c, t0, t_run, mark.comm) for c in cpus}
-    run_shares = where[cpu_run]
-    top = max(run_shares.items(), key=lambda kv: kv[1]) if run_shares \
+    cpus = sorted({cpu_run, target, waking.cpu})
+    where = {c: occupancy(events, c, t0, t_run, waking.args["comm"])
+             for c in cpus}
+    shares = where[cpu_run]
+    top = max(shares.items(), key=lambda kv: kv[1]) if shares \
         else ("unknown", 0.0)
-    cause = _cause(top, cpu_run)
-    return {"latency_us": latency_us, "pid": pid, "comm": mark.comm,
-            "threshold_us": int(m.group(2)),
-            "window": [t0, t_run], "mark_ts": mark.ts,
-            "waker_cpu": woken.cpu if woken else None,
-            "waker": woken.comm if woken else None,
+    return {"latency_us": round((t_run - t0) * 1e6), "pid": pid,
+            "comm": waking.args["comm"], "window": [t0, t_run],
+            "waker_cpu": waking.cpu, "waker": waking.comm,
             "target_cpu": target, "ran_on": cpu_run,
             "migrated": [(_pid(e.args, "orig_cpu"), _pid(e.args, "dest_cpu"))
                          for e in moves],
             "cpus": {str(c): {k: round(v, 1) for k, v in sorted(
                 where[c].items(), key=lambda kv: -kv[1])} for c in cpus},
-            "cause": cause}
+            "cause": _cause(top, cpu_run)}
 
 
 def _cause(top: tuple, cpu: int) -> str:
@@ -230,6 +240,9 @@ def _cause(top: tuple, cpu: int) -> str:
         return f"{label} {where} ({us:.0f} us)"
     if label == "hard irq":
         return f"hard irqs {where} ({us:.0f} us)"
+    if label == STALLED:
+        return (f"CPU{cpu} stood still inside interrupts for {us:.0f} us: "
+                f"the emulator ran the other vCPU, not a kernel delay")
     if label == "idle":
         return (f"CPU{cpu} idle for {us:.0f} us: the wake-up reached it "
                 f"late (IPI or emulator did not run the vCPU)")
@@ -250,16 +263,20 @@ def placement(x: dict) -> str:
     return f"{woke}, ran on CPU{x['ran_on']}"
 
 
-def explain_run(run_dir: Path) -> list:
-    """Every capture of one run, explained (captures that cannot be read
-    are reported in the list with an error)."""
-    out = []
-    for dat in sorted(run_dir.glob("trace-*.dat")):
-        try:
-            x = explain(parse(report_text(dat)))
-        except LabError as e:
-            out.append({"trace": str(dat), "error": str(e)})
-            continue
-        x["trace"] = str(dat)
-        out.append(x)
-    return out
+def explain_run(run_dir: Path, over_us: int, worst: int = 3) -> dict:
+    """The run's trace: how many wake-ups, how many over `over_us`, and
+    the `worst` ones explained; {"error": ...} if it cannot be read."""
+    dat = run_dir / "trace.dat"
+    if not dat.is_file():
+        return {"error": f"{dat} missing"}
+    try:
+        events = parse(report_text(dat))
+        found = wakeups(events)
+    except LabError as e:
+        return {"error": str(e)}
+    top = sorted(found, key=lambda w: -w[2])[:worst]
+    return {"trace": str(dat), "wakeups": len(found), "over_us": over_us,
+            "over": sum(w[2] > over_us for w in found),
+            "max_us": max((w[2] for w in found), default=0),
+            "worst": [dict(explain(events, w, r), trace=str(dat))
+                      for w, r, _ in top]}

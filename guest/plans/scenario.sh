@@ -1,17 +1,15 @@
 # Scenario plan (one run of a scenario; see lab/scenario.py for the file
 # format).  Parameters from the host: DURATION, CYCLICTEST, MODULE_ARGS,
 # DISK, NBACKGROUND and BACKGROUND_0.., PROBE_ARGS, PROBE_MODULE_ARGS,
-# TRACE (break threshold floor in us; empty: no trace phase).
+# TRACE (non-empty: a trace phase).
 # Writes into $LAB: cyclictest.json (with histograms), affinity.txt,
 # softirqs-before/after, ksoftirqd-before/after, bg-N.log, module-stats,
-# probe.jsonl; with TRACE also cyclictest-traced.json, trace-N.dat and
-# trace.log.
+# probe.jsonl; with TRACE also cyclictest-traced.json and trace.dat.
 set -e
 KO=/lib/modules/softirq_load.ko
-# With a trace phase the load runs on through two more DURATIONs: one
-# traced run for the overhead, one for break captures.
+# With a trace phase the load runs on through a second DURATION.
 MEASURE=$DURATION
-[ -z "$TRACE" ] || DURATION=$((MEASURE * 3))
+[ -z "$TRACE" ] || DURATION=$((MEASURE * 2))
 export DURATION		# background commands use it
 EVENTS="-e irq:softirq_raise -e irq:softirq_entry -e irq:softirq_exit
 -e irq:irq_handler_entry -e irq:irq_handler_exit -e sched:sched_waking
@@ -76,16 +74,13 @@ run_cyclictest() {
 		usleep 1000
 		tries=$((tries + 1))
 	done
-	for t in /proc/$ct/task/*; do
-		# a capture run may have broken off already: its threads are gone
-		taskset -p ff "${t##*/}" > /dev/null 2>&1 || true
-	done
-	# tells lab/trace.py which break captures came after this point
+	# one call each: a capture run may have broken off already
+	taskset -a -p ff $ct > /dev/null 2>&1 || true
+	grep -H Cpus_allowed_list /proc/$ct/task/*/status 2> /dev/null |
+		sed 's|/proc/[0-9]*/task/\([0-9]*\)/status:Cpus_allowed_list:[[:space:]]*|\1 |'
+	# lab/trace.py explains only wake-ups after this point
 	echo "lab: affinity widened" 2> /dev/null \
 		> /sys/kernel/tracing/trace_marker || true
-	for t in /proc/$ct/task/*; do
-		echo "${t##*/} $(sed -n 's/Cpus_allowed_list:[[:space:]]*//p' "$t/status")"
-	done
 	wait $ct || true
 }
 
@@ -94,43 +89,20 @@ cp /tmp/cyclictest.json "$LAB/cyclictest.json"
 ksoftirqd_ticks > "$LAB/ksoftirqd-after"
 cat /proc/softirqs > "$LAB/softirqs-after"
 
-# Trace phase, same load: first a traced run as long as the measurement
-# (its latencies against the untraced ones give the tracing overhead),
-# then cyclictest's break trace (-b) stops the ring buffer at the first
-# sample over the threshold, up to three times in another DURATION.  The
-# threshold is the measured p99, at least $TRACE us, so the captures are
-# the worst cases.
+# Trace phase, same load: cyclictest again, as long as the measurement,
+# with the events traced into a ring buffer that holds the whole run
+# (8 MB per CPU; measured: 2 MB for 10 s of long-block).  Its latencies
+# against the untraced run give the tracing overhead; lab/trace.py finds
+# the worst wake-ups in the trace and explains them.
 if [ -n "$TRACE" ]; then
-	# p99 of the measurement, from the JSON histogram ("us": count lines)
-	p99=$(awk '/"histogram"/ { h = 1; next } h && /}/ { h = 0 }
-		h { gsub(/[",:]/, ""); print $1, $2 }' /tmp/cyclictest.json |
-		sort -n | awk '{ k[NR] = $1; c[NR] = $2; n += $2 }
-		END { for (i = 1; i <= NR; i++) { t += c[i]
-			if (t >= 0.99 * n) { print k[i]; exit } } }')
-	thr=${p99:-0}
-	[ "$thr" -ge "$TRACE" ] || thr=$TRACE
 	# shellcheck disable=SC2086
 	trace-cmd start -b 8192 $EVENTS > /dev/null
 	run_cyclictest "$MEASURE" /tmp/traced.json "" > /dev/null
+	trace-cmd stop > /dev/null
 	cp /tmp/traced.json "$LAB/cyclictest-traced.json"
-	end=$(($(cut -d. -f1 /proc/uptime) + MEASURE))
-	n=0
-	while [ $n -lt 3 ]; do
-		left=$((end - $(cut -d. -f1 /proc/uptime)))
-		[ "$left" -gt 0 ] || break
-		trace-cmd stop > /dev/null
-		trace-cmd clear > /dev/null
-		trace-cmd restart > /dev/null
-		run_cyclictest "$left" /tmp/break.json \
-			"-b $thr --tracemark" > /dev/null
-		grep -i "break" /tmp/cyclictest.out >> /tmp/breaks || break
-		n=$((n + 1))
-		trace-cmd extract -o "/tmp/trace-$n.dat" > /dev/null 2>&1
-		cp "/tmp/trace-$n.dat" "$LAB/trace-$n.dat"
-	done
+	trace-cmd extract -o /tmp/trace.dat > /dev/null 2>&1
+	cp /tmp/trace.dat "$LAB/trace.dat"
 	trace-cmd reset > /dev/null
-	{ echo "threshold_us $thr captures $n p99_us ${p99:-0}"
-	  cat /tmp/breaks 2>/dev/null; } > "$LAB/trace.log"
 fi
 
 for p in $bg; do
