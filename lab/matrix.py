@@ -5,7 +5,9 @@ is finished once its run.json says "ok" or "failed" (written atomically
 after the guest ends).  A re-run skips finished runs whose kernel and
 scenario are unchanged, redoes runs that were cut off ("running"), and
 redoes runs made from another kernel or scenario file.  A failed run is
-recorded with its reason and the matrix goes on.
+recorded with its reason and the matrix goes on.  A run made under
+another emulation setting (accelerator options) is redone too, so one
+results folder never mixes settings.
 """
 import errno
 import shutil
@@ -38,11 +40,22 @@ class Cell:
             f"boot-{self.boot}"
 
 
-def finished(run_dir: Path, kernel_hash: str, scenario_digest: str) -> bool:
+def emulation(accel: qemu.Accel) -> list:
+    """What makes two runs' emulation the same: QEMU's accelerator
+    options and the guest parameters the setting adds."""
+    return [accel.args, accel.append]
+
+
+def finished(run_dir: Path, kernel_hash: str, scenario_digest: str,
+             accel: qemu.Accel = None) -> bool:
     try:
         record = store.read_json(run_dir / "run.json")
     except (OSError, ValueError):
         return False
+    if accel is not None:
+        ran = record.get("qemu", {}).get("accel", {})
+        if [ran.get("args"), ran.get("append", "")] != emulation(accel):
+            return False
     return (record.get("status") in ("ok", "failed")
             and record.get("kernel", {}).get("hash") == kernel_hash
             and record.get("scenario", {}).get("digest") == scenario_digest)
@@ -94,7 +107,7 @@ def run(variants: list, scenarios: list, boots: int,
              for s in scenarios for v in variants]
     todo = [c for c in cells if not finished(
         c.folder(root), built[c.variant.name].meta["hash"],
-        c.scenario.digest)]
+        c.scenario.digest, accel)]
     if len(todo) < len(cells):
         info(f"{len(cells) - len(todo)} of {len(cells)} runs already done; "
              f"resuming")

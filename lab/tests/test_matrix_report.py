@@ -66,6 +66,10 @@ def test_finished_means_ok_or_failed_with_the_same_inputs(tmp_path):
     assert matrix.finished(d, "h", "d")
     assert not matrix.finished(d, "other-kernel", "d")
     assert not matrix.finished(d, "h", "other-scenario")
+    same = matrix.qemu.Accel("tcg", "x", ["-accel", "tcg"])
+    other = matrix.qemu.Accel("tcg", "x", ["-accel", "tcg,thread=multi"])
+    assert matrix.finished(d, "h", "d", same)
+    assert not matrix.finished(d, "h", "d", other)   # another setting
     record = store.read_json(d / "run.json")
     record["status"] = "running"             # killed mid-run
     store.write_json(d / "run.json", record)
@@ -97,7 +101,8 @@ def test_run_resumes_and_redoes_only_unfinished_cells(tmp_path,
     monkeypatch.setattr(matrix.build, "build", lambda v, i, n, force: Built())
     monkeypatch.setattr(matrix.guestbuild, "initrd", lambda v, b: None)
     monkeypatch.setattr(matrix.qemu, "choose_accel",
-                        lambda image: matrix.qemu.tcg("test"))
+                        lambda image: matrix.qemu.Accel(
+                            "tcg", "test", ["-accel", "tcg"]))
     ran = []
 
     def fake_cell(c, built, initrd, accel, root):
