@@ -143,7 +143,8 @@ def text_report(runs: list, a: dict, descriptions: dict) -> str:
         out += _wrap(line)
     out += [""] + _wrap(
         "A variant wins or loses against baseline on p99 only with at "
-        "least 2 boots per cell, when a one-sided Mann-Whitney U test "
+        "least 2 boots per cell, when a one-sided Fisher exact test on "
+        "the share of samples above the midpoint of the two p99s "
         "gives p < 0.01, the 95% bootstrap intervals over boots do not "
         "overlap, and the difference exceeds the noise floor; otherwise "
         "'same'. Probe runs whose triggers mostly missed are left out. "

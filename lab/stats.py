@@ -4,7 +4,10 @@ Latencies come as histograms ({us: count}) from cyclictest, one per boot.
 A cell (variant, scenario) pools its boots; confidence intervals come from
 a bootstrap over boots (boot-to-boot spread is the lab's biggest noise);
 a variant is compared with baseline by the ratio of percentiles and by a
-one-sided Mann-Whitney U test on the pooled samples.
+one-sided Fisher exact test on the tail: the share of samples above the
+midpoint of the two percentiles.  (A Mann-Whitney U test, used first,
+compares the bulk of the distributions: a variant that moves 6% of the
+samples from 5 ms to 30 us while its median rises by 2 us "loses" it.)
 """
 import numpy as np
 from scipy import stats as sps
@@ -91,26 +94,27 @@ def cell(hists: list) -> dict:
     return out
 
 
-def samples(hist: dict) -> np.ndarray:
-    keys, counts = _arrays(hist)
-    return np.repeat(keys, counts.astype(int))
-
-
 def compare(variant_hists: list, base_hists: list, noise_floor_us: float,
             metric: str = "p99") -> dict:
     """variant against baseline on one metric: ratio, p-values, verdict.
 
     A win needs at least MIN_BOOTS boots on each side and all three: the
-    one-sided Mann-Whitney U test says the variant's latencies are lower
-    (p < ALPHA), the metric's 95% intervals over boots do not overlap,
-    and the difference exceeds the noise floor.
+    one-sided Fisher exact test says fewer of the variant's samples lie
+    above the midpoint of the two values (p < ALPHA), the metric's 95%
+    intervals over boots do not overlap, and the difference exceeds the
+    noise floor.
     """
     q = QUANTILES[metric]
     v, b = (quantile(pooled(h), q) for h in (variant_hists, base_hists))
     v_ci, b_ci = (bootstrap_ci(h, q) for h in (variant_hists, base_hists))
-    x, y = samples(pooled(variant_hists)), samples(pooled(base_hists))
-    p_less = float(sps.mannwhitneyu(x, y, alternative="less").pvalue)
-    p_greater = float(sps.mannwhitneyu(x, y, alternative="greater").pvalue)
+    mid = (v + b) / 2
+    table = []
+    for h in (pooled(variant_hists), pooled(base_hists)):
+        n = sum(h.values())
+        over = n * share_over(h, mid)
+        table.append([round(over), round(n - over)])
+    p_less = float(sps.fisher_exact(table, alternative="less").pvalue)
+    p_greater = float(sps.fisher_exact(table, alternative="greater").pvalue)
     diff = v - b
     apart = v_ci[1] < b_ci[0] or v_ci[0] > b_ci[1]
     verdict = "no difference"

@@ -78,3 +78,13 @@ def test_overlapping_boots_are_not_a_win():
 def test_one_boot_is_never_a_verdict():
     r = stats.compare([uniform(50, 300)], [uniform(1000, 5000)], 10)
     assert r["verdict"] == "too few boots" and r["p_less"] < 1e-6
+
+
+def test_a_lower_tail_wins_even_if_the_body_moves_up():
+    """long-irq-poll under icount: baseline 94% at 24 us and 6% at 5 ms;
+    stultz-v5 all at 26-31 us.  The tail is what p99 measures."""
+    base = [{24: 9400, 5000: 600}, {24: 9380, 4900: 620}]
+    var = [{26: 9000, 31: 1000}, {26: 9100, 31: 900}]
+    r = stats.compare(var, base, noise_floor_us=30)
+    assert r["verdict"] == "win" and r["p_less"] < 1e-6
+    assert stats.compare(base, var, noise_floor_us=30)["verdict"] == "loss"
