@@ -48,6 +48,11 @@ WAKEUP = re.compile(r"(?P<comm>.+?):(?P<pid>\d+) \[-?\d+\]"
                     r"(?: success=\d+)? CPU:(?P<target_cpu>\d+)")
 
 
+def is_idle(comm: str) -> bool:
+    """The idle task: swapper/N, or <idle> as trace-cmd names pid 0."""
+    return comm.startswith("swapper") or comm == "<idle>"
+
+
 @dataclass
 class Event:
     ts: float            # seconds, guest clock
@@ -128,13 +133,14 @@ def _hard(name: str) -> str:
 
 
 def occupancy(events: list, cpu: int, t0: float, t1: float,
-              woken: str = "") -> dict:
+              woken: int = -1) -> dict:
     """Microseconds of [t0, t1] on `cpu` per activity: "BLOCK softirq",
     "BLOCK softirq in ksoftirqd/0", "hard irq", a task's comm, "idle";
-    time in which the woken task (`woken`) was current but showed
+    time in which the woken task (pid `woken`) was current but showed
     nothing is "no activity"."""
     shares = {}
     task = None                 # comm current on the CPU
+    pid = -1                    # and its pid
     soft = None                 # vector while a softirq runs
     hard = 0                    # hard irq nesting depth
     since = t0
@@ -153,9 +159,9 @@ def occupancy(events: list, cpu: int, t0: float, t1: float,
             return f"{soft} softirq"
         if task is None:
             return "unknown"
-        if task == woken:
+        if pid == woken:
             return "no activity"
-        return "idle" if task.startswith("swapper") else task
+        return "idle" if is_idle(task) else task
 
     for e in events:
         if e.cpu != cpu:
@@ -163,8 +169,9 @@ def occupancy(events: list, cpu: int, t0: float, t1: float,
         if e.ts > t1:
             break
         if task is None:
-            task = e.comm if e.name != "sched_switch" \
-                else e.args.get("prev_comm", e.comm)
+            task, pid = (e.comm, e.pid) if e.name != "sched_switch" \
+                else (e.args.get("prev_comm", e.comm),
+                      _pid(e.args, "prev_pid"))
         label, edge = current(), _hard(e.name)
         if e.name in ("softirq_entry", "softirq_exit") or edge or \
                 e.name == "sched_switch":
@@ -181,7 +188,8 @@ def occupancy(events: list, cpu: int, t0: float, t1: float,
         elif edge == "exit":
             hard = max(0, hard - 1)
         elif e.name == "sched_switch":
-            task = e.args.get("next_comm", "?")
+            task, pid = e.args.get("next_comm", "?"), \
+                _pid(e.args, "next_pid")
     add(current(), since, t1)
     return shares
 
@@ -217,8 +225,7 @@ def explain(events: list, waking: Event, run: Event) -> dict:
     target = int(ups[-1].args.get("target_cpu", cpu_run)) if ups \
         else cpu_run
     cpus = sorted({cpu_run, target, waking.cpu})
-    where = {c: occupancy(events, c, t0, t_run, waking.args["comm"])
-             for c in cpus}
+    where = {c: occupancy(events, c, t0, t_run, pid) for c in cpus}
     shares = where[cpu_run]
     top = max(shares.items(), key=lambda kv: kv[1]) if shares \
         else ("unknown", 0.0)

@@ -8,7 +8,7 @@ irqs that interrupted it.
 import json
 from pathlib import Path
 
-from .trace import VECTORS
+from .trace import VECTORS, is_idle
 
 BEFORE_S = 0.010           # context shown before the expected wake-up
 AFTER_S = 0.002
@@ -87,7 +87,7 @@ def perfetto(events: list, x: dict, path: Path) -> None:
 
 COLOURS = dict(zip(VECTORS, ["#8c564b", "#7f7f7f", "#bcbd22", "#1f77b4",
                              "#2ca02c", "#9467bd", "#ff7f0e", "#17becf",
-                             "#e377c2", "#d62728"]))
+                             "#e377c2", "#393b79"]))
 
 
 def draw(ax, events: list, x: dict, title: str) -> None:
@@ -100,7 +100,7 @@ def draw(ax, events: list, x: dict, title: str) -> None:
         for kind, label, s, e in _slices(events, cpu, a, b):
             left, width = (s - t0) * 1e3, (e - s) * 1e3
             if kind == "task":
-                if label.startswith("swapper"):
+                if is_idle(label):
                     continue
                 colour = "#d62728" if label == x["comm"] else \
                     "#ffbb78" if label.startswith("ksoftirqd") else "#c7c7c7"
