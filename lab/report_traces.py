@@ -10,14 +10,14 @@ WORST = 3                  # wake-ups explained per cell
 
 
 def analyse(runs: list) -> dict:
-    """{"scenario/variant": {"captures": [...], "overhead": {...}}} for
+    """{"scenario/variant": {"worst": [...], "overhead": {...}}} for
     cells whose runs have a trace phase."""
     cells = {}
     for r in runs:
         if r["status"] != "ok" or "traced_histogram" not in r:
             continue
         c = cells.setdefault(f"{r['scenario']}/{r['variant']}",
-                             {"captures": [], "errors": [], "untraced": [],
+                             {"worst": [], "errors": [], "untraced": [],
                               "traced": [], "wakeups": 0, "over": 0})
         c["untraced"].append(r["histogram"])
         c["traced"].append(r["traced_histogram"])
@@ -28,7 +28,7 @@ def analyse(runs: list) -> dict:
         c["wakeups"] += t["wakeups"]
         c["over_us"] = t["over_us"]
         c["over"] += t["over"]
-        c["captures"] += [dict(x, boot=r["boot"]) for x in t["worst"]]
+        c["worst"] += [dict(x, boot=r["boot"]) for x in t["worst"]]
     out = {}
     for key, c in cells.items():
         p99 = [stats.quantile(stats.pooled(c[k]), 0.99)
@@ -36,7 +36,7 @@ def analyse(runs: list) -> dict:
         med = [stats.quantile(stats.pooled(c[k]), 0.5)
                for k in ("untraced", "traced")]
         out[key] = {
-            "captures": sorted(c["captures"],
+            "worst": sorted(c["worst"],
                                key=lambda x: -x["latency_us"])[:WORST],
             "wakeups": c["wakeups"], "over": c["over"],
             "over_us": c.get("over_us", 0),
@@ -60,17 +60,17 @@ def text(t: dict, variants: list, scenarios: list) -> list:
             continue
         out.append(f"{scen}:")
         for var, c in rows:
-            if not c["captures"]:
+            if not c["worst"]:
                 why = c["errors"][0] if c["errors"] else \
                     "no wake-up of cyclictest in the trace"
                 out += _wrap(f"{var}: {why}", "  ")
             if c["wakeups"]:
                 out.append(f"  {var}: {c['over']} of {c['wakeups']} "
                            f"wake-ups over {c['over_us']} us; worst:")
-            for x in c["captures"]:
+            for x in c["worst"]:
                 out += _wrap(f"  {x['latency_us']} us: "
                              f"{x['cause']}; {trace.placement(x)}",
-                             "    ")[:3]
+                             "    ")
     out += ["", "Tracing overhead (same boots, traced run after the "
             "measured one):", f"  {'cell':<28}{'p99 untraced':>13}"
             f"{'traced':>8}{'ratio':>7}"]
@@ -96,8 +96,8 @@ def files(t: dict, variants: list, scenarios: list, out: Path) -> list:
 
     images = []
     for scen in scenarios:
-        worst = [(v, t[f"{scen}/{v}"]["captures"][0]) for v in variants
-                 if t.get(f"{scen}/{v}", {}).get("captures")]
+        worst = [(v, t[f"{scen}/{v}"]["worst"][0]) for v in variants
+                 if t.get(f"{scen}/{v}", {}).get("worst")]
         if not worst:
             continue
         fig, axes = plt.subplots(len(worst), 1, squeeze=False,

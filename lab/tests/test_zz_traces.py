@@ -1,8 +1,9 @@
 """The trace phase in real guests: a 5 ms BLOCK handler every 20 ms on
 CPU0, CPU1 idle.  Measured under icount-3-nosleep (4 s runs): baseline's
-worst wake-ups were the BLOCK softirq on the task's own CPU (4809 us),
-stultz-v5's were not a softirq on its CPU at all (62 us: interrupts and a
-late IPI on CPU1, where it was placed)."""
+worst wake-ups were the BLOCK softirq on the task's own CPU, inline or
+in ksoftirqd/0 (4809 and 4971 us in two runs); stultz-v5's were not a
+softirq on its CPU at all (62 us: interrupts and a late IPI on CPU1,
+where it was placed)."""
 import pytest
 
 from lab import matrix, results, scenario, variants
@@ -35,10 +36,12 @@ def test_the_traced_run_is_measured_for_the_overhead(traced):
 
 
 def test_baseline_worst_case_is_the_softirq_on_its_cpu(traced):
+    # inline or in ksoftirqd: either way the handler runs with bottom
+    # halves off on the task's CPU, and the RT task waits for it
     worst = traced["baseline"]["trace"]["worst"][0]
     assert worst["latency_us"] > 3000
-    assert worst["cause"].startswith(
-        f"BLOCK softirq on CPU{worst['ran_on']}, the task's CPU")
+    assert worst["cause"].startswith("BLOCK softirq")
+    assert f"on CPU{worst['ran_on']}, the task's CPU" in worst["cause"]
 
 
 def test_stultz_worst_case_is_not_a_softirq_on_its_cpu(traced):
