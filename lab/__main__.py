@@ -65,7 +65,7 @@ def cmd_compare(args) -> int:
 def cmd_fidelity(args) -> int:
     chosen = settings.select(args.settings)
     vs = variants.select(args.variants or "baseline")
-    # Latency only: the trace phase would triple each run.
+    # Latency only: a trace phase would double each run.
     scens = [dataclasses.replace(s, trace=0)
              for s in scenario.select(args.scenarios or "idle")]
     root = Path(args.results) if args.results else fidelity.results_root()
