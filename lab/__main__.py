@@ -62,6 +62,13 @@ def cmd_compare(args) -> int:
     return _report(args, root, names, scens)
 
 
+def _command(args, *options) -> str:
+    """The command line that made a report, with the options given."""
+    given = [(k, getattr(args, k, "")) for k in options]
+    return " ".join(["python3 -m lab", args.command] +
+                    [f"--{k} {v}" for k, v in given if v])
+
+
 def cmd_fidelity(args) -> int:
     chosen = settings.select(args.settings)
     vs = variants.select(args.variants or "baseline")
@@ -72,11 +79,7 @@ def cmd_fidelity(args) -> int:
     if not args.table_only:
         fidelity.run(chosen, vs, scens, args.boots, root)
     out = Path(args.out) if args.out else report.default_folder(args.name)
-    command = " ".join(["python3 -m lab fidelity"] + [
-        f"--{k} {v}" for k, v in (("settings", args.settings),
-                                  ("variants", args.variants),
-                                  ("scenarios", args.scenarios),
-                                  ("boots", args.boots)) if v])
+    command = _command(args, "settings", "variants", "scenarios", "boots")
     print(fidelity.write(root, chosen, out, command), end="")
     info(f"table: {out}/fidelity.md")
     return 0
@@ -85,12 +88,8 @@ def cmd_fidelity(args) -> int:
 def _report(args, root, names, scens) -> int:
     out = Path(args.out) if args.out else report.default_folder(args.name)
     descriptions = {s.name: s.description for s in scenario.discover()}
-    command = " ".join(["python3 -m lab", args.command] + [
-        f"--{k} {v}" for k, v in (("variants", args.variants),
-                                  ("scenarios", args.scenarios),
-                                  ("boots", getattr(args, "boots", "")),
-                                  ("results", args.results),
-                                  ("name", args.name)) if v])
+    command = _command(args, "variants", "scenarios", "boots", "results",
+                       "name")
     report.write(root, out, descriptions, command, names, scens)
     print((out / "report.txt").read_text(), end="")
     info(f"report: {out}/report.txt, {out}/report.md")

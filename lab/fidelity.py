@@ -81,7 +81,6 @@ def table(root: Path, settings: list) -> list:
             except (OSError, ValueError, KeyError) as e:
                 warn(f"{rj.parent}: left out, unreadable ({e})")
                 continue
-            r["seconds"] = store.read_json(rj).get("seconds", 0)
             cells[(r["scenario"], r["variant"])].append(r)
         if not cells:
             rows.append({"setting": s.name, "unusable": "no runs yet"})

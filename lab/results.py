@@ -10,8 +10,7 @@ from pathlib import Path
 from . import store, trace
 
 USER_HZ = 100          # /proc/<pid>/stat times are in USER_HZ ticks
-VECTORS = ["HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL",
-           "TASKLET", "SCHED", "HRTIMER", "RCU"]
+VECTORS = trace.VECTORS          # softirq vectors, /proc/softirqs order
 
 
 def histogram(cyclictest_json: dict) -> dict:
@@ -92,6 +91,7 @@ def summarize(run_dir: Path) -> dict:
            "reason": record.get("reason", ""),
            "accel": record["qemu"]["accel"]["name"],
            "cpus": record.get("cpus", 2),
+           "seconds": record.get("seconds", 0),
            "kernel": record["kernel"], "qemu": record["qemu"]}
     if record["status"] != "ok":
         return out

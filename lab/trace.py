@@ -22,6 +22,7 @@ from pathlib import Path
 
 from .log import LabError
 
+# Softirq vectors in kernel (and /proc/softirqs) order.
 VECTORS = ["HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL",
            "TASKLET", "SCHED", "HRTIMER", "RCU"]
 LINE = re.compile(r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s+\[(?P<cpu>\d+)\]"
@@ -124,7 +125,7 @@ def _pid(args: dict, key: str = "pid") -> int:
         return -1
 
 
-def _hard(name: str) -> str:
+def hard_edge(name: str) -> str:
     """'entry' or 'exit' for a hard interrupt event, else ''."""
     for irq in HARD_IRQS:
         if name in (irq + "_entry", irq + "_exit"):
@@ -172,7 +173,7 @@ def occupancy(events: list, cpu: int, t0: float, t1: float,
             task, pid = (e.comm, e.pid) if e.name != "sched_switch" \
                 else (e.args.get("prev_comm", e.comm),
                       _pid(e.args, "prev_pid"))
-        label, edge = current(), _hard(e.name)
+        label, edge = current(), hard_edge(e.name)
         if e.name in ("softirq_entry", "softirq_exit") or edge or \
                 e.name == "sched_switch":
             if label == "hard irq" and (e.ts - since) * 1e6 > STALL_US:

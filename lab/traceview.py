@@ -8,7 +8,7 @@ irqs that interrupted it.
 import json
 from pathlib import Path
 
-from .trace import VECTORS, is_idle
+from .trace import VECTORS, hard_edge, is_idle
 
 BEFORE_S = 0.010           # context shown before the expected wake-up
 AFTER_S = 0.002
@@ -37,9 +37,10 @@ def _slices(events: list, cpu: int, t0: float, t1: float):
             out.append(("softirq", e.args["vec"], soft[1] if soft else t0,
                         e.ts))
             soft = None
-        elif e.name == "irq_handler_entry":
-            hard = (e.args.get("name", "irq"), e.ts)
-        elif e.name == "irq_handler_exit":
+        elif hard_edge(e.name) == "entry":
+            # device handlers carry a name; timer and IPI vectors do not
+            hard = (e.args.get("name", e.name[:-len("_entry")]), e.ts)
+        elif hard_edge(e.name) == "exit":
             out.append(("irq", hard[0] if hard else "irq",
                         hard[1] if hard else t0, e.ts))
             hard = None
@@ -125,7 +126,8 @@ def legend_handles():
     return ([Patch(color="#d62728", label="RT task"),
              Patch(color="#ffbb78", label="ksoftirqd"),
              Patch(color="#c7c7c7", label="other task"),
-             Patch(color="#fff3b0", label="latency window")] +
+             Patch(color="#fff3b0", label="latency window"),
+             Patch(color="black", label="hard irq")] +
             [Patch(color=COLOURS[v], label=v) for v in
              ("NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "TIMER", "RCU",
               "SCHED", "HI")])
