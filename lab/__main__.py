@@ -48,7 +48,13 @@ def cmd_run(args) -> int:
         raise LabError("the matrix needs baseline (the reference): add it "
                        "to --variants")
     root = Path(args.results) if args.results else matrix.results_root()
-    matrix.run(chosen, scens, args.boots, root)
+    lava = None
+    if args.runner == "lava":
+        from .lava import runner
+        lava = runner.Options(args.lava_uri, args.lava_identity,
+                              args.lava_template, args.lava_device_type,
+                              args.lava_artifacts, args.lava_artifacts_url)
+    matrix.run(chosen, scens, args.boots, root, lava=lava)
     return _report(args, root, [v.name for v in chosen],
                    [s.name for s in scens])
 
@@ -60,6 +66,15 @@ def cmd_compare(args) -> int:
     scens = [s.name for s in scenario.select(args.scenarios)] \
         if args.scenarios else None
     return _report(args, root, names, scens)
+
+
+def cmd_lava_local(args) -> int:
+    from .lava import local
+    if args.action == "up":
+        print(local.up())
+    else:
+        local.down()
+    return 0
 
 
 def _command(args, *options) -> str:
@@ -138,6 +153,24 @@ def parse_args(argv):
     r = with_matrix(sub.add_parser(
         "run", help="run the matrix (resumable), then write the report"))
     r.add_argument("--boots", type=int, default=2)
+    r.add_argument("--runner", choices=("local", "lava"), default="local",
+                   help="boot guests here (default) or as LAVA jobs")
+    lv = r.add_argument_group("LAVA (with --runner lava; README.md, LAVA)")
+    lv.add_argument("--lava-uri", default="",
+                    help="http://user:token@host/RPC2 (default: the "
+                    "lavacli identity)")
+    lv.add_argument("--lava-identity", default="default",
+                    help="lavacli identity (~/.config/lavacli.yaml)")
+    lv.add_argument("--lava-template", default="qemu",
+                    help="job template: qemu, x86-ipxe or a .yaml file")
+    lv.add_argument("--lava-device-type", default="x86",
+                    help="device type for real-machine templates")
+    lv.add_argument("--lava-artifacts", default="",
+                    help="folder for the files jobs deploy (default: "
+                    "build/lava-artifacts)")
+    lv.add_argument("--lava-artifacts-url", default="",
+                    help="URL the LAVA workers fetch that folder by "
+                    "(default: file://<folder>, for a worker on this host)")
     r.set_defaults(func=cmd_run)
 
     c = with_matrix(sub.add_parser(
@@ -156,6 +189,14 @@ def parse_args(argv):
     f.add_argument("--table-only", action="store_true",
                    help="write the table from existing runs only")
     f.set_defaults(func=cmd_fidelity, name="fidelity")
+
+    ll = sub.add_parser(
+        "lava-local", help="start or stop a LAVA instance on this machine",
+        description="Bring up LAVA from Debian's packages (PostgreSQL, "
+        "server, scheduler, one worker with one qemu device) and print "
+        "the lavacli identity for it; or stop what `up` started.")
+    ll.add_argument("action", choices=("up", "down"))
+    ll.set_defaults(func=cmd_lava_local)
     return p.parse_args(argv)
 
 

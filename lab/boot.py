@@ -33,10 +33,17 @@ def judge(outcome: qemu.Outcome, run_dir: Path, timeout: float) -> str:
     if outcome.status == "timeout":
         return (f"guest hung: killed by the watchdog after {timeout:.0f} s; "
                 f"last console lines:\n{outcome.tail()}")
+    return plan_failure(run_dir, f"guest stopped (QEMU exit "
+                        f"{outcome.exit_code}) before the plan finished; "
+                        f"last console lines:\n{outcome.tail()}")
+
+
+def plan_failure(run_dir: Path, unfinished: str) -> str:
+    """'' if the guest's plan exited 0, else why not (`unfinished` if it
+    never got to its end)."""
     exit_file = run_dir / "plan-exit"
     if not exit_file.is_file():
-        return (f"guest stopped (QEMU exit {outcome.exit_code}) before the "
-                f"plan finished; last console lines:\n{outcome.tail()}")
+        return unfinished
     code = exit_file.read_text().strip()
     if code != "0":
         log = run_dir / "plan.log"
@@ -75,7 +82,20 @@ def run_plan(built: Built, plan: Path, run_dir: Path, accel: qemu.Accel,
                            initrd=initrd or initramfs.build(),
                            share=run_dir, accel=accel, cpus=cpus,
                            append=append, extra=list(extra_args))
-    record = {
+    record = provenance(built, plan, env, cpus, qemu.describe(machine),
+                        context)
+    store.write_json(run_dir / "run.json", record)
+    outcome = qemu.run(machine, run_dir / "console.log", timeout)
+    reason = judge(outcome, run_dir, timeout)
+    return finish(record, run_dir, reason, outcome.seconds,
+                  qemu_exit=outcome.exit_code,
+                  watchdog_fired=outcome.status == "timeout")
+
+
+def provenance(built: Built, plan: Path, env: dict, cpus: int,
+               machine: dict, context: dict = None) -> dict:
+    """run.json of a run about to start: what runs, where and how."""
+    return {
         "variant": built.variant,
         "kernel": {k: built.meta[k] for k in
                    ("release", "hash", "patches", "config_sha256",
@@ -83,17 +103,18 @@ def run_plan(built: Built, plan: Path, run_dir: Path, accel: qemu.Accel,
         "plan": plan.name,
         "plan_env": dict(env or {}),
         "cpus": cpus,
-        "qemu": qemu.describe(machine),
+        "qemu": machine,
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "status": "running",
         **(context or {}),
     }
-    store.write_json(run_dir / "run.json", record)
-    outcome = qemu.run(machine, run_dir / "console.log", timeout)
-    reason = judge(outcome, run_dir, timeout)
+
+
+def finish(record: dict, run_dir: Path, reason: str, seconds: float,
+           **outcome) -> dict:
+    """Close a run: its verdict, then run.json written once more."""
     record.update(status="failed" if reason else "ok", reason=reason,
-                  seconds=outcome.seconds, qemu_exit=outcome.exit_code,
-                  watchdog_fired=outcome.status == "timeout")
+                  seconds=seconds, **outcome)
     try:    # written by the guest: may be missing or cut short
         record["boot_to_init_s"] = float(
             (run_dir / "init-uptime").read_text().split()[0])

@@ -61,15 +61,21 @@ def finished(run_dir: Path, kernel_hash: str, scenario_digest: str,
             and record.get("scenario", {}).get("digest") == scenario_digest)
 
 
+def disk_device(image) -> list:
+    """QEMU options for a scratch disk with one queue: only then do its
+    completions go through BLOCK_SOFTIRQ (blk-mq completes locally when a
+    hardware queue maps one CPU; QEMU 7.2 gives virtio-blk one queue per
+    vCPU)."""
+    return ["-drive", f"file={image},if=none,id=scratch,format=raw",
+            "-device", "virtio-blk-pci,drive=scratch,num-queues=1"]
+
+
 def disk_args(run_dir: Path, size_mb: int) -> list:
-    """A sparse scratch disk with one queue: only then do its completions
-    go through BLOCK_SOFTIRQ (blk-mq completes locally when a hardware
-    queue maps one CPU; QEMU 7.2 gives virtio-blk one queue per vCPU)."""
+    """A sparse scratch disk in the run folder, and its QEMU options."""
     image = run_dir / "scratch.img"
     with open(image, "wb") as f:
         f.truncate(size_mb << 20)
-    return ["-drive", f"file={image},if=none,id=scratch,format=raw",
-            "-device", "virtio-blk-pci,drive=scratch,num-queues=1"]
+    return disk_device(image)
 
 
 def check_space(root: Path, scenario) -> None:
@@ -89,15 +95,19 @@ def expected_seconds(scenario) -> float:
 
 
 def run(variants: list, scenarios: list, boots: int,
-        root: Path = None, accel: qemu.Accel = None) -> list:
+        root: Path = None, accel: qemu.Accel = None, lava=None) -> list:
     """Run every cell not yet finished; return all cells' run folders.
 
     `accel` overrides the lab's choice (the fidelity study's settings).
+    `lava` (lab.lava.runner.Options) runs the cells as LAVA jobs.
     """
     root = root or results_root()
     root.mkdir(parents=True, exist_ok=True)
     built = build.build_all(variants)
     initrds = {v.name: guestbuild.initrd(v, built[v.name]) for v in variants}
+    if accel is None and lava is not None:
+        # KVM on a LAVA worker cannot be probed from here
+        accel = qemu.tcg("LAVA qemu jobs: the lab's TCG setting")
     accel = accel or qemu.choose_accel(built[variants[0].name].image)
     info(f"accelerator: {accel.summary()}")
 
@@ -111,6 +121,10 @@ def run(variants: list, scenarios: list, boots: int,
     if len(todo) < len(cells):
         info(f"{len(cells) - len(todo)} of {len(cells)} runs already done; "
              f"resuming")
+    if lava is not None:
+        from .lava import runner      # only LAVA users need lavacli, yaml
+        runner.run(todo, built, initrds, accel, root, lava)
+        return [c.folder(root) for c in cells]
     left = sum(expected_seconds(c.scenario) for c in todo)
     spent, done = 0.0, 0
     for i, c in enumerate(todo, 1):
@@ -143,6 +157,14 @@ def run(variants: list, scenarios: list, boots: int,
     return [c.folder(root) for c in cells]
 
 
+def cell_context(c: Cell) -> dict:
+    """What run.json says about the cell, besides the kernel and QEMU."""
+    return {"scenario": {"name": c.scenario.name,
+                         "digest": c.scenario.digest,
+                         "text": c.scenario.path.read_text()},
+            "boot": c.boot}
+
+
 def run_cell(c: Cell, built_kernel, initrd: Path, accel, root: Path) -> dict:
     run_dir = c.folder(root)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -152,10 +174,6 @@ def run_cell(c: Cell, built_kernel, initrd: Path, accel, root: Path) -> dict:
         return boot.run_plan(
             built_kernel, PLAN, run_dir, accel, timeout=timeout,
             initrd=initrd, extra_args=extra, env=c.scenario.plan_env(),
-            append=c.scenario.append,
-            context={"scenario": {"name": c.scenario.name,
-                                  "digest": c.scenario.digest,
-                                  "text": c.scenario.path.read_text()},
-                     "boot": c.boot})
+            append=c.scenario.append, context=cell_context(c))
     finally:
         (run_dir / "scratch.img").unlink(missing_ok=True)

@@ -4,7 +4,8 @@
 # TRACE (non-empty: a trace phase).
 # Writes into $LAB: cyclictest.json (with histograms), affinity.txt,
 # softirqs-before/after, ksoftirqd-before/after, bg-N.log, module-stats,
-# probe.jsonl; with TRACE also cyclictest-traced.json and trace.dat.
+# probe.jsonl, measurements; with TRACE also cyclictest-traced.json and
+# trace.dat.
 set -e
 KO=/lib/modules/softirq_load.ko
 # With a trace phase the load runs on through a second DURATION.
@@ -84,8 +85,22 @@ run_cyclictest() {
 	wait $ct || true
 }
 
+# cyclictest's own min/avg/max per thread, from its histogram summary,
+# as "name value unit" lines for $LAB/measurements (a LAVA job reports
+# them as test cases; the host computes everything else from the JSON).
+latency_measurements() {
+	awk -v run="$1" '/^# (Min|Avg|Max) Latencies:/ {
+		for (i = 4; i <= NF; i++) {
+			v = $i
+			sub(/^0+/, "", v)	# busybox awk reads 00010 as octal
+			printf "%s-t%d-%s %d us\n", run, i - 4, tolower($2), v
+		}
+	}' /tmp/cyclictest.out
+}
+
 run_cyclictest "$MEASURE" /tmp/cyclictest.json "" > "$LAB/affinity.txt"
 cp /tmp/cyclictest.json "$LAB/cyclictest.json"
+latency_measurements cyclictest > /tmp/measurements
 ksoftirqd_ticks > "$LAB/ksoftirqd-after"
 cat /proc/softirqs > "$LAB/softirqs-after"
 
@@ -100,6 +115,7 @@ if [ -n "$TRACE" ]; then
 	run_cyclictest "$MEASURE" /tmp/traced.json "" > /dev/null
 	trace-cmd stop > /dev/null
 	cp /tmp/traced.json "$LAB/cyclictest-traced.json"
+	latency_measurements cyclictest-traced >> /tmp/measurements
 	trace-cmd extract -o /tmp/trace.dat > /dev/null 2>&1
 	cp /tmp/trace.dat "$LAB/trace.dat"
 	trace-cmd reset > /dev/null
@@ -118,4 +134,5 @@ if [ -n "$PROBE_ARGS" ]; then
 	cp /tmp/probe.jsonl "$LAB/probe.jsonl"
 	rmmod softirq_load
 fi
+cp /tmp/measurements "$LAB/measurements"
 dmesg > "$LAB/dmesg"

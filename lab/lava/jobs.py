@@ -1,0 +1,190 @@
+"""One matrix cell as a LAVA job definition, with the files it deploys.
+
+A job deploys the variant's kernel and an initramfs made for the job:
+the variant's initramfs with the cell's plan appended as /lab/plan.sh
+(the kernel unpacks concatenated cpio archives in order).  The kernel
+parameters add lab.results=console, so the guest sends its results over
+the console instead of a 9p share (guest/init).
+
+Job definitions come from a template in lab/lava/templates/ (or any
+file): YAML with ${name} fields, which this module fills with quoted
+values, so a template stays a readable LAVA job that a lab adapts.
+"""
+import gzip
+import hashlib
+import io
+import json
+import shutil
+import string
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import boot, matrix, paths, qemu
+from ..log import LabError
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+SUITE = "softirq-rt-lab"
+CONSOLE_TRANSPORT = "lab.results=console"
+# Guest time besides the plan's measurement: boot, loading, shipping
+# results over the console (measured: 10-20 s a job under icount).
+JOB_OVERHEAD_S = 60
+
+
+@dataclass
+class Artifacts:
+    """Where job files go, and the URL the LAVA worker fetches them by."""
+    folder: Path
+    url: str
+
+    @classmethod
+    def at(cls, folder: str = "", url: str = "") -> "Artifacts":
+        path = Path(folder) if folder else paths.BUILD_DIR / "lava-artifacts"
+        path = path.resolve()
+        return cls(path, (url or path.as_uri()).rstrip("/"))
+
+    def publish(self, name: str, source: Path = None,
+                data: bytes = None) -> str:
+        """Put a file where the worker can fetch it; return its URL."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        dest = self.folder / name
+        if source is not None:
+            if not dest.is_file() or dest.stat().st_size != \
+                    source.stat().st_size:
+                shutil.copyfile(source, dest.with_suffix(".tmp"))
+                dest.with_suffix(".tmp").rename(dest)
+        else:
+            dest.write_bytes(data)
+        return f"{self.url}/{name}"
+
+
+def template_path(name: str) -> Path:
+    path = Path(name)
+    if path.suffix in (".yaml", ".yml") and path.is_file():
+        return path
+    path = TEMPLATES / f"{name}.yaml"
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in TEMPLATES.glob("*.yaml")))
+        raise LabError(f"LAVA job template {name!r} not found: give a "
+                       f"file or one of {known}")
+    return path
+
+
+def is_qemu(template: Path) -> bool:
+    """Whether jobs from `template` boot in LAVA's qemu device type."""
+    return "\ndevice_type: qemu\n" in template.read_text()
+
+
+def plan_cpio(plan_text: str) -> bytes:
+    """A newc cpio holding lab/plan.sh, made by cpio(1) as the base
+    initramfs is."""
+    stage = paths.BUILD_DIR / "lava-plan-stage"
+    shutil.rmtree(stage, ignore_errors=True)
+    (stage / "lab").mkdir(parents=True)
+    (stage / "lab" / "plan.sh").write_text(plan_text)
+    r = subprocess.run(["cpio", "--quiet", "-o", "-H", "newc", "-R", "0:0"],
+                       cwd=stage, input=b"lab\nlab/plan.sh\n",
+                       capture_output=True)
+    shutil.rmtree(stage)
+    if r.returncode != 0:
+        raise LabError(f"cpio failed: {r.stderr.decode().strip()}")
+    return r.stdout
+
+
+def job_initrd(base: Path, plan_text: str) -> bytes:
+    return base.read_bytes() + plan_cpio(plan_text)
+
+
+def scratch_image(size_mb: int) -> bytes:
+    """A gzipped zero-filled disk of `size_mb` (a few hundred KB): LAVA
+    unpacks it on the worker."""
+    buf = io.BytesIO()
+    chunk = b"\0" * (1 << 20)
+    with gzip.GzipFile(fileobj=buf, mode="wb", mtime=0) as f:
+        for _ in range(size_mb):
+            f.write(chunk)
+    return buf.getvalue()
+
+
+def fill(template: Path, fields: dict) -> str:
+    """The template with every ${name} replaced by a quoted value."""
+    quoted = {k: json.dumps(v) for k, v in fields.items()}
+    try:
+        return string.Template(template.read_text()).substitute(quoted)
+    except KeyError as e:
+        raise LabError(f"{template}: field ${{{e.args[0]}}} is not one the "
+                       f"lab fills ({', '.join(sorted(fields))})") from None
+    except ValueError as e:
+        raise LabError(f"{template}: {e}") from None
+
+
+def cmdline(accel: qemu.Accel, scenario) -> str:
+    return " ".join(w for w in ("console=ttyS0,115200 panic=-1",
+                                accel.append, scenario.append,
+                                CONSOLE_TRANSPORT) if w)
+
+
+def qemu_options(accel: qemu.Accel, cpus: int) -> list:
+    """What the local runner gives QEMU besides the kernel, the initramfs
+    and its 9p share; LAVA's qemu type adds -nographic, -m, -monitor none
+    and a user-mode NIC the guest leaves down."""
+    return [" ".join(accel.args), "-name lab,debug-threads=on",
+            f"-smp {cpus}", "-no-reboot"]
+
+
+def definition(cell, built, initrd: Path, accel: qemu.Accel,
+               artifacts: Artifacts, template: Path, run_dir: Path,
+               device_type: str = "x86") -> str:
+    """Write the cell's plan.sh and job.yaml into `run_dir`, publish the
+    files the job deploys, and return the job definition."""
+    scen = cell.scenario
+    if scen.disk and not is_qemu(template):
+        raise LabError(f"scenario {scen.name} needs a scratch disk, which "
+                       f"only the qemu device type provides ({template})")
+    plan_text = boot.plan_script(matrix.PLAN, scen.plan_env())
+    key = f"{cell.variant.name}-{scen.name}-boot{cell.boot}"
+    digest = hashlib.sha256(plan_text.encode()).hexdigest()[:12]
+    kernel_url = artifacts.publish(
+        f"bzImage-{built.meta['hash'][:16]}", source=built.image)
+    initrd_url = artifacts.publish(
+        f"initrd-{key}-{digest}.cpio", data=job_initrd(initrd, plan_text))
+    seconds = matrix.expected_seconds(scen)
+    fields = {
+        "job_name": f"softirq-rt-lab {cell.variant.name} {scen.name} "
+                    f"boot {cell.boot}",
+        "job_seconds": int(3 * seconds + 2 * JOB_OVERHEAD_S + 300),
+        "boot_seconds": 300,
+        "test_seconds": int(3 * seconds + JOB_OVERHEAD_S),
+        "memory_mb": 1024,
+        "qemu_options": qemu_options(accel, 2),
+        "cmdline": cmdline(accel, scen),
+        "kernel_url": kernel_url, "initrd_url": initrd_url,
+        "suite": SUITE, "device_type": device_type,
+        "metadata": {"lab.variant": cell.variant.name,
+                     "lab.scenario": scen.name, "lab.boot": str(cell.boot),
+                     "lab.kernel": built.meta["release"],
+                     "lab.accel": accel.summary()},
+    }
+    text = fill(template, fields)
+    if scen.disk:
+        text = add_scratch_disk(text, artifacts.publish(
+            f"scratch-{scen.disk}M.img.gz", data=scratch_image(scen.disk)))
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "plan.sh").write_text(plan_text)
+    (run_dir / "job.yaml").write_text(text)
+    return text
+
+
+def add_scratch_disk(text: str, url: str) -> str:
+    """The qemu job with the scenario's scratch disk as a third image,
+    on the same single-queue virtio-blk the local runner gives it."""
+    device = " ".join(matrix.disk_device("{scratch}")[1::2])
+    entry = ("      scratch:\n"
+             f"        image_arg: {device}\n"
+             f"        url: {json.dumps(url)}\n"
+             "        compression: gz\n")
+    marker = "    images:\n"
+    if marker not in text:
+        raise LabError("qemu job template has no deploy images: section "
+                       "for the scratch disk")
+    return text.replace(marker, marker + entry, 1)

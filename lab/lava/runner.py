@@ -1,0 +1,159 @@
+"""The matrix's runs as LAVA jobs: submit, follow, collect.
+
+Every run not yet finished becomes one job (lab/lava/jobs.py), submitted
+at once so a LAVA lab with several devices runs them side by side.  The
+run folder's run.json says "running" with the job's id as soon as the
+job exists, so a stopped lab (Ctrl-C, a lost connection) collects the
+same jobs when run again instead of submitting them twice; jobs go on
+on the server meanwhile.  A finished job's log becomes the run folder a
+local run writes (lab/lava/collect.py); a job that failed or was
+canceled is a failed run with LAVA's reason, and the matrix goes on.
+"""
+import time
+from datetime import datetime
+from pathlib import Path
+
+from .. import boot, matrix, store
+from ..log import LabError, info
+from . import client, collect, jobs
+
+POLL_S = 10
+ACTIVE = ("Submitted", "Scheduling", "Scheduled", "Running", "Canceling")
+
+
+class Options:
+    """Where jobs go and how they are made (python3 -m lab run --lava-*)."""
+    def __init__(self, uri="", identity="default", template="qemu",
+                 device_type="x86", artifacts="", artifacts_url=""):
+        self.server = client.Server(uri, identity or "default")
+        self.template = jobs.template_path(template)
+        self.device_type = device_type
+        self.artifacts = jobs.Artifacts.at(artifacts, artifacts_url)
+
+
+def _lava_seconds(job: dict, start: str, end: str) -> float:
+    try:
+        t0, t1 = (datetime.strptime(job[k], "%Y%m%dT%H:%M:%S")
+                  for k in (start, end))
+    except (KeyError, TypeError, ValueError):
+        return 0.0
+    return (t1 - t0).total_seconds()
+
+
+def submit(cell, built, initrd: Path, accel, root: Path,
+           opts: Options) -> int:
+    run_dir = cell.folder(root)
+    for stale in ("plan-exit", "plan.log", "run.json", "console.log"):
+        (run_dir / stale).unlink(missing_ok=True)
+    jobs.definition(cell, built, initrd, accel, opts.artifacts,
+                    opts.template, run_dir, opts.device_type)
+    job = opts.server.submit(run_dir / "job.yaml")
+    machine = {"command": "", "accel": accel.as_dict(),
+               "qemu_version": "", "host_cpu": "LAVA worker",
+               "host_boot_id": ""}
+    record = boot.provenance(built, matrix.PLAN, cell.scenario.plan_env(),
+                             2, machine, matrix.cell_context(cell))
+    record["lava"] = {"server": opts.server.name(), "job": job,
+                      "url": opts.server.job_url(job),
+                      "template": opts.template.name}
+    store.write_json(run_dir / "run.json", record)
+    return job
+
+
+def pending_job(run_dir: Path, opts: Options):
+    """The job of a run submitted to this server and not collected yet."""
+    try:
+        record = store.read_json(run_dir / "run.json")
+    except (OSError, ValueError):
+        return None
+    lava = record.get("lava", {})
+    if record.get("status") == "running" and \
+            lava.get("server") == opts.server.name():
+        return lava.get("job")
+    return None
+
+
+def collect_job(run_dir: Path, job: dict, opts: Options) -> dict:
+    """Turn a finished job into the run's files and final run.json."""
+    record = store.read_json(run_dir / "run.json")
+    log = opts.server.log(job["id"])
+    problem = collect.into_run_folder(log, run_dir)
+    record["qemu"].update(collect.qemu_facts(log))
+    console = (run_dir / "console.log").read_text(errors="replace")
+    tail = "\n".join(console.splitlines()[-15:])
+    panic = boot.panic_lines(console)
+    if panic:
+        reason = f"guest kernel panic:\n{panic}"
+    elif job["health"] != "Complete":
+        reason = f"{collect.failure(job, log)}; last console lines:\n{tail}"
+    else:
+        reason = problem or boot.plan_failure(
+            run_dir, f"the guest's results never reached the console; "
+            f"last console lines:\n{tail}")
+    record["lava"].update(
+        device=job.get("device"), health=job["health"],
+        submit_time=job.get("submit_time"),
+        start_time=job.get("start_time"), end_time=job.get("end_time"),
+        queued_s=_lava_seconds(job, "submit_time", "start_time"),
+        test_cases=collect.test_cases(opts.server.results(job["id"])))
+    return boot.finish(record, run_dir, reason,
+                       _lava_seconds(job, "start_time", "end_time"))
+
+
+def run(todo: list, built: dict, initrds: dict, accel, root: Path,
+        opts: Options) -> None:
+    """Run `todo` (matrix cells) as LAVA jobs, wait for all, collect."""
+    info(f"LAVA server: {opts.server.name()} (version "
+         f"{opts.server.check()}), jobs from {opts.template}")
+    waiting = {}         # job id -> cell
+    for c in todo:
+        job = pending_job(c.folder(root), opts)
+        if job is not None:
+            waiting[job] = c
+    if waiting:
+        info(f"{len(waiting)} jobs submitted before; following them again")
+    fresh = [c for c in todo if c not in waiting.values()]
+    for i, c in enumerate(fresh, 1):
+        matrix.check_space(root, c.scenario)
+        job = submit(c, built[c.variant.name], initrds[c.variant.name],
+                     accel, root, opts)
+        info(f"submitted {i}/{len(fresh)}: {c.variant.name} "
+             f"{c.scenario.name} boot {c.boot}: "
+             f"{opts.server.job_url(job)}")
+        waiting[job] = c
+    follow(waiting, root, opts)
+
+
+def follow(waiting: dict, root: Path, opts: Options) -> None:
+    total, done, failed, last = len(waiting), 0, 0, ""
+    try:
+        while waiting:
+            states = {}
+            for job_id in list(waiting):
+                job = opts.server.show(job_id)
+                states[job_id] = job["state"]
+                if job["state"] in ACTIVE:
+                    continue
+                c = waiting.pop(job_id)
+                record = collect_job(c.folder(root), job, opts)
+                done += 1
+                if record["status"] != "ok":
+                    failed += 1
+                    info(f"  failed: {c.variant.name} {c.scenario.name} "
+                         f"boot {c.boot}: {record['reason'].splitlines()[0]}")
+            running = sum(s == "Running" for s in states.values())
+            queued = sum(s in ACTIVE for s in states.values()) - running
+            line = (f"LAVA jobs: {done}/{total} done ({failed} failed), "
+                    f"{running} running, {queued} queued")
+            if line != last:
+                info(line)
+                last = line
+            if waiting:
+                time.sleep(POLL_S)
+    except KeyboardInterrupt:
+        info(f"stopped; {len(waiting)} jobs go on on the LAVA server: "
+             f"run again to collect them")
+        raise
+    except LabError as e:
+        raise LabError(f"{e}; {len(waiting)} jobs not collected yet: run "
+                       f"again to collect them") from None
