@@ -7,8 +7,27 @@ BOOTS ?= 2
 NAME ?= lab
 LAB = $(PY) -m lab
 MATRIX = --variants "$(VARIANTS)" --scenarios "$(SCENARIOS)" --name "$(NAME)"
+# RUNNER=lava runs the matrix as LAVA jobs (README.md, "LAVA"): on the
+# server of lavacli identity LAVA_IDENTITY, or LAVA_URI
+# (http://user:token@host/RPC2); jobs from LAVA_TEMPLATE.
+RUNNER ?= local
+LAVA_IDENTITY ?= default
+LAVA_URI ?=
+LAVA_TEMPLATE ?= qemu
+LAVA_DEVICE_TYPE ?= x86
+LAVA_ARTIFACTS ?=
+LAVA_ARTIFACTS_URL ?=
+RUNNER_OPTS = --runner $(RUNNER) --lava-identity "$(LAVA_IDENTITY)" \
+	--lava-uri "$(LAVA_URI)" --lava-template "$(LAVA_TEMPLATE)" \
+	--lava-device-type "$(LAVA_DEVICE_TYPE)" \
+	--lava-artifacts "$(LAVA_ARTIFACTS)" \
+	--lava-artifacts-url "$(LAVA_ARTIFACTS_URL)"
+LAVA_CLIENT = $(if $(filter lava,$(RUNNER)),lavacli)
+# A LAVA instance on this machine: `make lava-local`, and `make check`.
+LAVA_LOCAL = lava-server lava-dispatcher lavacli postgresql
 
-.PHONY: all lab compare check deps variants health accel clean help
+.PHONY: all lab compare check deps deps-lava lava-local lava-local-down \
+	variants health accel clean help
 
 all: help
 
@@ -20,11 +39,22 @@ help:
 	@echo "make health    boot each variant and prove which kernel it is"
 	@echo "make accel     say which accelerator guests use, and why"
 	@echo "make deps      install the Debian packages the lab needs"
+	@echo "make lava-local  start a LAVA instance on this machine"
 	@echo "VARIANTS=a,b SCENARIOS=x,y BOOTS=n narrow the matrix; NAME=n"
-	@echo "names the report folder reports/<date>-<n>"
+	@echo "names the report folder reports/<date>-<n>; RUNNER=lava"
+	@echo "LAVA_IDENTITY=i runs it through LAVA (README.md, LAVA)"
 
 deps:
-	@sh lab/deps.sh
+	@sh lab/deps.sh $(LAVA_CLIENT)
+
+deps-lava:
+	@sh lab/deps.sh $(LAVA_LOCAL)
+
+lava-local: deps-lava
+	@$(LAB) lava-local up
+
+lava-local-down:
+	@$(LAB) lava-local down
 
 variants: deps
 	@$(LAB) build --variants "$(VARIANTS)"
@@ -38,12 +68,13 @@ accel: deps
 # The main job: build, run every (variant, scenario, boot) not yet run,
 # then write reports/<date>-$(NAME)/.  Stopped, it resumes where it was.
 lab: deps
-	@$(LAB) run $(MATRIX) --boots $(BOOTS)
+	@$(LAB) run $(MATRIX) --boots $(BOOTS) $(RUNNER_OPTS)
 
 compare: deps
 	@$(LAB) compare $(MATRIX)
 
-check: deps
+# The tests include an end-to-end run through a local LAVA.
+check: deps-lava
 	@$(PY) -m pytest -p no:cacheprovider -q lab/tests
 
 clean:

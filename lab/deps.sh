@@ -1,12 +1,13 @@
 #!/bin/sh
-# Install the Debian packages the lab needs, only those missing.
+# Install the Debian packages the lab needs, only those missing; extra
+# package names given as arguments too (the LAVA runner's).
 # Plain sh: it must run on a fresh Debian 12 before python3 is there.
 set -eu
 
 PACKAGES="linux-source-6.1 gcc make libc6-dev libelf-dev libssl-dev bc flex
 bison cpio xz-utils git perl ccache qemu-system-x86 busybox-static rt-tests
 stress-ng iperf3 trace-cmd python3 python3-numpy python3-scipy python3-matplotlib
-python3-pytest"
+python3-pytest $*"
 
 missing=""
 for p in $PACKAGES; do

@@ -7,9 +7,10 @@ PostgreSQL, the database set-up lava-server's postinst does, the web
 and RPC server (gunicorn, on 127.0.0.1 only), the scheduler and one
 worker with one qemu device, and a lavacli identity for it.  Each step
 is skipped when already done, so `up` can be run any time; `down`
-stops the daemons it started.  Logs are in build/lava-local/.
+stops the daemons it started.  Their pid files and logs are in the
+lab's cache (~/.cache/softirq-rt-lab/lava-local/), shared by every
+checkout on the machine, as the instance is.
 """
-import json
 import os
 import signal
 import subprocess
@@ -34,7 +35,7 @@ PACKAGES = ("lava-server", "lava-dispatcher", "lavacli", "postgresql")
 
 
 def state_dir() -> Path:
-    d = paths.BUILD_DIR / "lava-local"
+    d = paths.cache_dir() / "lava-local"
     d.mkdir(parents=True, exist_ok=True)
     return d
 
@@ -128,18 +129,22 @@ def daemon(name: str, cmd: list) -> None:
     info(f"started {name} (pid {proc.pid}, log {log.name})")
 
 
+def answers(url: str) -> bool:
+    try:
+        urllib.request.urlopen(url, timeout=5).read(1)
+        return True
+    except OSError:
+        return False
+
+
 def wait_for_http(url: str, seconds: float = 90) -> None:
     end = time.monotonic() + seconds
-    while True:
-        try:
-            urllib.request.urlopen(url, timeout=5).read(1)
-            return
-        except OSError as e:
-            if time.monotonic() > end:
-                raise LabError(f"LAVA server at {url} did not answer in "
-                               f"{seconds:.0f} s ({e}); see "
-                               f"{state_dir()}/gunicorn.log") from None
-            time.sleep(1)
+    while not answers(url):
+        if time.monotonic() > end:
+            raise LabError(f"LAVA server at {url} did not answer in "
+                           f"{seconds:.0f} s; see "
+                           f"{state_dir()}/gunicorn.log")
+        time.sleep(1)
 
 
 def _listed(output: str, name: str) -> bool:
@@ -207,10 +212,11 @@ def up() -> str:
     check_packages()
     start_postgres()
     set_up_database()
-    daemon("gunicorn", [
-        "gunicorn3", "lava_server.wsgi", "--bind", f"127.0.0.1:{PORT}",
-        "-u", SERVER_ACCOUNT, "-g", SERVER_ACCOUNT, "--workers", "2",
-        "--timeout", "120"])
+    if not answers(f"{URL}/api/v0.2/"):
+        daemon("gunicorn", [
+            "gunicorn3", "lava_server.wsgi", "--bind", f"127.0.0.1:{PORT}",
+            "-u", SERVER_ACCOUNT, "-g", SERVER_ACCOUNT, "--workers", "2",
+            "--timeout", "120"])
     daemon("lava-scheduler", ["lava-server", "manage", "lava-scheduler",
                               "--level", "INFO"])
     wait_for_http(f"{URL}/api/v0.2/")
@@ -222,8 +228,6 @@ def up() -> str:
           "--username", USER, "--token", tokens["token"], IDENTITY],
          "lavacli identity")
     wait_for_device()
-    (state_dir() / "instance.json").write_text(json.dumps(
-        {"url": URL, "identity": IDENTITY, "device": DEVICE}) + "\n")
     info(f"local LAVA up at {URL} in {time.monotonic() - started:.0f} s: "
          f"lavacli identity {IDENTITY}, device {DEVICE}")
     return IDENTITY

@@ -1,0 +1,147 @@
+"""End to end through a real LAVA: the instance comes up from Debian's
+packages on this machine (lab/lava/local.py), the lab submits jobs with
+lavacli, LAVA's worker boots them in QEMU, and the lab collects them.
+No mocks; nothing here is skipped: a LAVA that cannot come up fails."""
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from lab import results, store
+from lab.lava import local
+
+SHORT = """description = a 5 ms BLOCK handler every 20 ms, 2 s, for the LAVA test
+duration = 2
+cyclictest = -t 1 -p 99 -i 1000
+module = vector=block spin_us=5000 period_us=20000 cpu=0
+probe = -n 10 -c 0 -W 1 -w 2500
+probe_module = vector=block spin_us=5000 cpu=0
+trace = 100
+"""
+# Files only one runner writes: LAVA's job definition; the local run's
+# scratch disk is removed after the run.
+RUNNER_FILES = {"job.yaml"}
+
+
+@pytest.fixture(scope="module")
+def lava(built):
+    identity = local.up()
+    yield identity
+    local.down()
+
+
+def lab_run(tmp_path, root, scenarios, *extra):
+    return [sys.executable, "-m", "lab", "run", "--variants", "baseline",
+            "--scenarios", ",".join(str(s) for s in scenarios),
+            "--boots", "1", "--results", str(root),
+            "--out", str(tmp_path / f"report-{root.name}"), *extra]
+
+
+def run_folder(root, scen):
+    return root / "baseline" / scen / "boot-1"
+
+
+@pytest.fixture(scope="module")
+def through_lava(tmp_path_factory, lava):
+    """One cell through LAVA, stopped once while its job runs and then
+    resumed; a guest that panics in the same matrix; the same cell run
+    locally.  Returns (lava results, local results, outputs)."""
+    tmp = tmp_path_factory.mktemp("lava")
+    short = tmp / "short.scenario"
+    short.write_text(SHORT)
+    panic = tmp / "panic.scenario"
+    panic.write_text(SHORT.replace("duration = 2", "duration = 1") +
+                     "append = rdinit=/no-init\n")
+    root = tmp / "lava"
+    cmd = lab_run(tmp, root, [short, panic], "--runner", "lava",
+                  "--lava-identity", lava)
+    # Stop the lab as soon as both jobs are on the server.
+    first = subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+    seen = []
+    for line in first.stdout:
+        seen.append(line)
+        if "submitted 2/2" in line:
+            first.send_signal(signal.SIGTERM)
+            break
+    rest, _ = first.communicate(timeout=60)
+    stopped = "".join(seen) + rest
+    job_ids = {s: store.read_json(run_folder(root, s) / "run.json")
+               ["lava"]["job"] for s in ("short", "panic")}
+    second = subprocess.run(cmd, capture_output=True, text=True,
+                            timeout=900)
+    local_root = tmp / "local"
+    local_run = subprocess.run(lab_run(tmp, local_root, [short]),
+                               capture_output=True, text=True, timeout=600)
+    return {"root": root, "local": local_root, "stopped": stopped,
+            "first_rc": first.returncode, "second": second,
+            "local_run": local_run, "job_ids": job_ids}
+
+
+def test_stopped_lab_follows_its_jobs_again_without_resubmitting(
+        through_lava):
+    r = through_lava
+    assert r["first_rc"] == 130, r["stopped"]
+    assert "jobs go on on the LAVA server" in r["stopped"]
+    second = r["second"].stdout + r["second"].stderr
+    assert r["second"].returncode == 0, second
+    assert "2 jobs submitted before; following them again" in second
+    assert "submitted 1/" not in second
+    for scen, job in r["job_ids"].items():
+        record = store.read_json(run_folder(r["root"], scen) / "run.json")
+        assert record["lava"]["job"] == job
+
+
+def test_lava_run_has_the_shape_of_a_local_run(through_lava):
+    r = through_lava
+    assert r["local_run"].returncode == 0, r["local_run"].stderr
+    via_lava = run_folder(r["root"], "short")
+    here = run_folder(r["local"], "short")
+    lava_record = store.read_json(via_lava / "run.json")
+    local_record = store.read_json(here / "run.json")
+    assert lava_record["status"] == local_record["status"] == "ok", \
+        lava_record["reason"]
+    # the same files, the same run.json fields but each runner's own
+    files = {p.name for p in via_lava.iterdir()} - RUNNER_FILES
+    assert files == {p.name for p in here.iterdir()} - RUNNER_FILES
+    assert set(lava_record) - {"lava"} == \
+        set(local_record) - {"qemu_exit", "watchdog_fired"}
+    assert lava_record["plan_env"] == local_record["plan_env"]
+    assert lava_record["kernel"] == local_record["kernel"]
+    assert lava_record["qemu"]["accel"]["args"] == \
+        local_record["qemu"]["accel"]["args"]
+    # LAVA's QEMU had the lab's accelerator options and guest parameters
+    command = lava_record["qemu"]["command"]
+    assert " ".join(local_record["qemu"]["accel"]["args"]) in command
+    assert "lab.results=console" in command
+    # the compare step reads both alike
+    a, b = results.summarize(via_lava), results.summarize(here)
+    assert set(a) == set(b)
+    assert a["histogram"] and a["traced_histogram"] and a["trace"]
+    assert sum(a["histogram"].values()) > 1500      # 2 s at 1 kHz
+
+
+def test_measurements_are_lava_test_cases_matching_the_raw_files(
+        through_lava):
+    via_lava = run_folder(through_lava["root"], "short")
+    record = store.read_json(via_lava / "run.json")
+    cases = {c["name"]: c for c in record["lava"]["test_cases"]}
+    raw = store.read_json(via_lava / "cyclictest.json")["thread"]["0"]
+    assert cases["cyclictest_t0_max"]["measurement"] == raw["max"]
+    assert cases["cyclictest_t0_max"]["unit"] == "us"
+    assert cases["plan_exit"]["result"] == "pass"
+    assert record["lava"]["health"] == "Complete"
+    assert record["lava"]["url"].endswith(f"/scheduler/job/"
+                                          f"{record['lava']['job']}")
+
+
+def test_a_guest_panic_is_a_failed_run_with_its_reason(through_lava):
+    folder = run_folder(through_lava["root"], "panic")
+    record = store.read_json(folder / "run.json")
+    assert record["status"] == "failed"
+    assert "guest kernel panic" in record["reason"]
+    assert "VFS: Unable to mount root fs" in record["reason"]
+    assert record["lava"]["health"] == "Incomplete"
+    assert "VFS: Unable to mount root fs" in \
+        (folder / "console.log").read_text()
