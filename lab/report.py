@@ -220,10 +220,13 @@ def plots(runs: list, a: dict, out: Path) -> list:
 
     made = []
     for scen in a["scenarios"]:
+        ok = {var: [r["histogram"] for r in runs if r["status"] == "ok"
+                    and r["scenario"] == scen and r["variant"] == var]
+              for var in a["variants"]}
+        if not any(ok.values()):
+            continue            # every run failed: nothing to draw
         fig, ax = plt.subplots(figsize=(6, 3.6))
-        for var in a["variants"]:
-            hists = [r["histogram"] for r in runs if r["status"] == "ok"
-                     and r["scenario"] == scen and r["variant"] == var]
+        for var, hists in ok.items():
             if not hists:
                 continue
             h = stats.pooled(hists)
@@ -242,6 +245,8 @@ def plots(runs: list, a: dict, out: Path) -> list:
         plt.close(fig)
         made.append(name)
 
+    if not a["cells"]:
+        return made
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     width = 0.8 / max(1, len(a["variants"]))
     for i, var in enumerate(a["variants"]):

@@ -19,6 +19,9 @@ from .. import store
 
 BEGIN = re.compile(r"lab-files: begin (\d+) bytes sha256 ([0-9a-f]{64})")
 END = "lab-files: end"
+# printk's emergency messages reach the console even inside the block
+# (reboot's "Restarting system" while the tty still drains it)
+KERNEL_MESSAGE = re.compile(r"\[ *\d+\.\d+\] .*")
 QEMU_COMMAND = "Boot command: "
 QEMU_VERSION = re.compile(r"qemu-system-x86, installed at version: ([^\s,]+)")
 
@@ -39,9 +42,10 @@ def split_files(lines: list) -> tuple:
             end = lines.index(END, i + 1)
         except ValueError:
             return lines, None, "the result files were cut off (no end marker)"
+        block = "".join(KERNEL_MESSAGE.sub("", x).strip()
+                        for x in lines[i + 1:end])
         try:
-            data = base64.b64decode("".join(x.strip()
-                                            for x in lines[i + 1:end]))
+            data = base64.b64decode(block, validate=True)
         except ValueError:
             data = b""
         size, digest = int(m.group(1)), m.group(2)

@@ -113,43 +113,16 @@ def run(todo: list, built: dict, initrds: dict, accel, root: Path,
     if waiting:
         info(f"{len(waiting)} jobs submitted before; following them again")
     fresh = [c for c in todo if c not in waiting.values()]
-    for i, c in enumerate(fresh, 1):
-        matrix.check_space(root, c.scenario)
-        job = submit(c, built[c.variant.name], initrds[c.variant.name],
-                     accel, root, opts)
-        info(f"submitted {i}/{len(fresh)}: {c.variant.name} "
-             f"{c.scenario.name} boot {c.boot}: "
-             f"{opts.server.job_url(job)}")
-        waiting[job] = c
-    follow(waiting, root, opts)
-
-
-def follow(waiting: dict, root: Path, opts: Options) -> None:
-    total, done, failed, last = len(waiting), 0, 0, ""
     try:
-        while waiting:
-            states = {}
-            for job_id in list(waiting):
-                job = opts.server.show(job_id)
-                states[job_id] = job["state"]
-                if job["state"] in ACTIVE:
-                    continue
-                c = waiting.pop(job_id)
-                record = collect_job(c.folder(root), job, opts)
-                done += 1
-                if record["status"] != "ok":
-                    failed += 1
-                    info(f"  failed: {c.variant.name} {c.scenario.name} "
-                         f"boot {c.boot}: {record['reason'].splitlines()[0]}")
-            running = sum(s == "Running" for s in states.values())
-            queued = sum(s in ACTIVE for s in states.values()) - running
-            line = (f"LAVA jobs: {done}/{total} done ({failed} failed), "
-                    f"{running} running, {queued} queued")
-            if line != last:
-                info(line)
-                last = line
-            if waiting:
-                time.sleep(POLL_S)
+        for i, c in enumerate(fresh, 1):
+            matrix.check_space(root, c.scenario)
+            job = submit(c, built[c.variant.name], initrds[c.variant.name],
+                         accel, root, opts)
+            info(f"submitted {i}/{len(fresh)}: {c.variant.name} "
+                 f"{c.scenario.name} boot {c.boot}: "
+                 f"{opts.server.job_url(job)}")
+            waiting[job] = c
+        follow(waiting, root, opts)
     except KeyboardInterrupt:
         info(f"stopped; {len(waiting)} jobs go on on the LAVA server: "
              f"run again to collect them")
@@ -157,3 +130,32 @@ def follow(waiting: dict, root: Path, opts: Options) -> None:
     except LabError as e:
         raise LabError(f"{e}; {len(waiting)} jobs not collected yet: run "
                        f"again to collect them") from None
+
+
+def follow(waiting: dict, root: Path, opts: Options) -> None:
+    """Wait for the jobs in `waiting` (job id -> cell), collecting each
+    as it finishes (and taking it out of `waiting`)."""
+    total, done, failed, last = len(waiting), 0, 0, ""
+    while waiting:
+        states = {}
+        for job_id in list(waiting):
+            job = opts.server.show(job_id)
+            states[job_id] = job["state"]
+            if job["state"] in ACTIVE:
+                continue
+            c = waiting.pop(job_id)
+            record = collect_job(c.folder(root), job, opts)
+            done += 1
+            if record["status"] != "ok":
+                failed += 1
+                info(f"  failed: {c.variant.name} {c.scenario.name} "
+                     f"boot {c.boot}: {record['reason'].splitlines()[0]}")
+        running = sum(s == "Running" for s in states.values())
+        queued = sum(s in ACTIVE for s in states.values()) - running
+        line = (f"LAVA jobs: {done}/{total} done ({failed} failed), "
+                f"{running} running, {queued} queued")
+        if line != last:
+            info(line)
+            last = line
+        if waiting:
+            time.sleep(POLL_S)

@@ -141,3 +141,13 @@ def test_only_flat_files_are_unpacked(tmp_path):
     collect.into_run_folder(log, tmp_path / "run")
     assert not (tmp_path / "escape").exists()
     assert (tmp_path / "run" / "ok").read_text() == "y"
+
+
+def test_a_kernel_message_inside_the_block_is_taken_out(tmp_path):
+    # as met: reboot's message while the tty still drained the block
+    lines = shipped({"plan-exit": b"0\n" * 200})
+    split = lines[4][:16], lines[4][16:]
+    lines[4:5] = [split[0] + "[ 1154.395911] reboot: Restarting system",
+                  split[1]]
+    assert collect.into_run_folder(as_log(lines), tmp_path) == ""
+    assert (tmp_path / "plan-exit").read_text() == "0\n" * 200

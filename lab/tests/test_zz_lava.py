@@ -26,9 +26,10 @@ RUNNER_FILES = {"job.yaml"}
 
 @pytest.fixture(scope="module")
 def lava(built):
-    identity = local.up()
-    yield identity
-    local.down()
+    try:
+        yield local.up()
+    finally:
+        local.down()       # also after a failed `up`: no daemon left
 
 
 def lab_run(tmp_path, root, scenarios, *extra):
