@@ -71,7 +71,7 @@ lab: deps
 	@$(LAB) run $(MATRIX) --boots $(BOOTS) $(RUNNER_OPTS)
 
 compare: deps
-	@$(LAB) compare $(MATRIX)
+	@$(LAB) compare $(MATRIX) --runner $(RUNNER)
 
 # The tests include an end-to-end run through a local LAVA.
 check: deps-lava

@@ -47,7 +47,8 @@ def cmd_run(args) -> int:
     if chosen[0].name != "baseline":
         raise LabError("the matrix needs baseline (the reference): add it "
                        "to --variants")
-    root = Path(args.results) if args.results else matrix.results_root()
+    root = Path(args.results) if args.results else \
+        matrix.results_root(args.runner)
     lava = None
     if args.runner == "lava":
         from .lava import runner
@@ -60,7 +61,8 @@ def cmd_run(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    root = Path(args.results) if args.results else matrix.results_root()
+    root = Path(args.results) if args.results else \
+        matrix.results_root(args.runner)
     names = [v.name for v in variants.select(args.variants)] \
         if args.variants else None
     scens = [s.name for s in scenario.select(args.scenarios)] \
@@ -143,18 +145,23 @@ def parse_args(argv):
         sp.add_argument("--scenarios", default="",
                         help="comma-separated names (default: all)")
         sp.add_argument("--results", default="",
-                        help="results folder (default: build/results)")
+                        help="results folder (default: build/results, "
+                        "build/results-lava for --runner lava)")
         sp.add_argument("--name", default="lab",
                         help="report folder: reports/<date>-<name>")
         sp.add_argument("--out", default="",
                         help="report folder, instead of reports/<date>-<name>")
         return sp
 
+    def with_runner(sp):
+        sp.add_argument("--runner", choices=("local", "lava"),
+                        default="local",
+                        help="boot guests here (default) or as LAVA jobs")
+
     r = with_matrix(sub.add_parser(
         "run", help="run the matrix (resumable), then write the report"))
     r.add_argument("--boots", type=int, default=2)
-    r.add_argument("--runner", choices=("local", "lava"), default="local",
-                   help="boot guests here (default) or as LAVA jobs")
+    with_runner(r)
     lv = r.add_argument_group("LAVA (with --runner lava; README.md, LAVA)")
     lv.add_argument("--lava-uri", default="",
                     help="http://user:token@host/RPC2 (default: the "
@@ -175,6 +182,7 @@ def parse_args(argv):
 
     c = with_matrix(sub.add_parser(
         "compare", help="write the report from existing results only"))
+    with_runner(c)
     c.set_defaults(func=cmd_compare)
     f = with_matrix(sub.add_parser(
         "fidelity", help="measure the noise floor under emulation settings",

@@ -25,8 +25,11 @@ BOOT_OVERHEAD_S = 8           # boot and shutdown, measured: 15-25 s a run
 RUN_FREE_MB = 32
 
 
-def results_root() -> Path:
-    return paths.BUILD_DIR / "results"
+def results_root(runner: str = "local") -> Path:
+    """Runs through LAVA go to their own folder: a results folder never
+    mixes runners (LAVA's QEMU has a few devices more, README.md)."""
+    return paths.BUILD_DIR / ("results" if runner == "local"
+                              else f"results-{runner}")
 
 
 @dataclass
@@ -47,7 +50,7 @@ def emulation(accel: qemu.Accel) -> list:
 
 
 def finished(run_dir: Path, kernel_hash: str, scenario_digest: str,
-             accel: qemu.Accel = None) -> bool:
+             accel: qemu.Accel = None, runner: str = "local") -> bool:
     try:
         record = store.read_json(run_dir / "run.json")
     except (OSError, ValueError):
@@ -56,6 +59,8 @@ def finished(run_dir: Path, kernel_hash: str, scenario_digest: str,
         ran = record.get("qemu", {}).get("accel", {})
         if [ran.get("args"), ran.get("append", "")] != emulation(accel):
             return False
+    if ("lava" in record) != (runner == "lava"):
+        return False
     return (record.get("status") in ("ok", "failed")
             and record.get("kernel", {}).get("hash") == kernel_hash
             and record.get("scenario", {}).get("digest") == scenario_digest)
@@ -106,8 +111,7 @@ def run(variants: list, scenarios: list, boots: int,
     built = build.build_all(variants)
     initrds = {v.name: guestbuild.initrd(v, built[v.name]) for v in variants}
     if accel is None and lava is not None:
-        # KVM on a LAVA worker cannot be probed from here
-        accel = qemu.tcg("LAVA qemu jobs: the lab's TCG setting")
+        accel = lava.accel()
     accel = accel or qemu.choose_accel(built[variants[0].name].image)
     info(f"accelerator: {accel.summary()}")
 
@@ -117,7 +121,7 @@ def run(variants: list, scenarios: list, boots: int,
              for s in scenarios for v in variants]
     todo = [c for c in cells if not finished(
         c.folder(root), built[c.variant.name].meta["hash"],
-        c.scenario.digest, accel)]
+        c.scenario.digest, accel, "local" if lava is None else "lava")]
     if len(todo) < len(cells):
         info(f"{len(cells) - len(todo)} of {len(cells)} runs already done; "
              f"resuming")

@@ -179,6 +179,20 @@ def choose_accel(kernel: Path) -> Accel:
                f"after {took:.1f} s")
 
 
+def guest_options(accel: Accel, cpus: int) -> list:
+    """QEMU options every runner gives a lab guest (LAVA's too)."""
+    # debug-threads names vCPU threads "CPU n/TCG", for pinning
+    return [*accel.args, "-name", "lab,debug-threads=on",
+            "-smp", str(cpus), "-no-reboot"]
+
+
+def kernel_cmdline(accel: Accel, append: str = "") -> str:
+    """The guest kernel's parameters: console, the setting's, then the
+    scenario's or the runner's."""
+    return " ".join(w for w in ("console=ttyS0,115200 panic=-1",
+                                accel.append, append) if w)
+
+
 @dataclass
 class Machine:
     kernel: Path
@@ -191,16 +205,11 @@ class Machine:
     extra: list = field(default_factory=list)
 
     def command(self) -> list:
-        cmdline = " ".join(w for w in ("console=ttyS0 panic=-1",
-                                       self.accel.append, self.append) if w)
-        # debug-threads names vCPU threads "CPU n/TCG", for pinning
-        return [qemu_binary(), *self.accel.args,
-                "-name", "lab,debug-threads=on",
-                "-smp", str(self.cpus), "-m", str(self.memory_mb),
-                "-nodefaults", "-no-reboot", "-display", "none",
-                "-serial", "stdio",
+        return [qemu_binary(), *guest_options(self.accel, self.cpus),
+                "-m", str(self.memory_mb),
+                "-nodefaults", "-display", "none", "-serial", "stdio",
                 "-kernel", str(self.kernel), "-initrd", str(self.initrd),
-                "-append", cmdline,
+                "-append", kernel_cmdline(self.accel, self.append),
                 "-fsdev", f"local,id=lab,path={self.share},"
                           f"security_model=none",
                 "-device", "virtio-9p-pci,fsdev=lab,mount_tag=lab",

@@ -14,13 +14,13 @@ import gzip
 import hashlib
 import io
 import json
-import shutil
 import string
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import boot, matrix, paths, qemu
+from .. import boot, matrix, paths, qemu, store
 from ..log import LabError
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -43,18 +43,14 @@ class Artifacts:
         path = path.resolve()
         return cls(path, (url or path.as_uri()).rstrip("/"))
 
-    def publish(self, name: str, source: Path = None,
-                data: bytes = None) -> str:
-        """Put a file where the worker can fetch it; return its URL."""
-        self.folder.mkdir(parents=True, exist_ok=True)
+    def publish(self, name: str, make, shared: bool = False) -> str:
+        """Put the bytes make() returns where the worker fetches them;
+        return their URL.  A shared file is named by its content, so it
+        is made once."""
         dest = self.folder / name
-        if source is not None:
-            if not dest.is_file() or dest.stat().st_size != \
-                    source.stat().st_size:
-                shutil.copyfile(source, dest.with_suffix(".tmp"))
-                dest.with_suffix(".tmp").rename(dest)
-        else:
-            dest.write_bytes(data)
+        if not (shared and dest.is_file()):
+            self.folder.mkdir(parents=True, exist_ok=True)
+            store.write_bytes(dest, make())
         return f"{self.url}/{name}"
 
 
@@ -78,21 +74,15 @@ def is_qemu(template: Path) -> bool:
 def plan_cpio(plan_text: str) -> bytes:
     """A newc cpio holding lab/plan.sh, made by cpio(1) as the base
     initramfs is."""
-    stage = paths.BUILD_DIR / "lava-plan-stage"
-    shutil.rmtree(stage, ignore_errors=True)
-    (stage / "lab").mkdir(parents=True)
-    (stage / "lab" / "plan.sh").write_text(plan_text)
-    r = subprocess.run(["cpio", "--quiet", "-o", "-H", "newc", "-R", "0:0"],
-                       cwd=stage, input=b"lab\nlab/plan.sh\n",
-                       capture_output=True)
-    shutil.rmtree(stage)
+    with tempfile.TemporaryDirectory() as stage:
+        (Path(stage) / "lab").mkdir()
+        (Path(stage) / "lab" / "plan.sh").write_text(plan_text)
+        r = subprocess.run(["cpio", "--quiet", "-o", "-H", "newc", "-R",
+                            "0:0"], cwd=stage, input=b"lab\nlab/plan.sh\n",
+                           capture_output=True)
     if r.returncode != 0:
         raise LabError(f"cpio failed: {r.stderr.decode().strip()}")
     return r.stdout
-
-
-def job_initrd(base: Path, plan_text: str) -> bytes:
-    return base.read_bytes() + plan_cpio(plan_text)
 
 
 def scratch_image(size_mb: int) -> bytes:
@@ -118,25 +108,12 @@ def fill(template: Path, fields: dict) -> str:
         raise LabError(f"{template}: {e}") from None
 
 
-def cmdline(accel: qemu.Accel, scenario) -> str:
-    return " ".join(w for w in ("console=ttyS0,115200 panic=-1",
-                                accel.append, scenario.append,
-                                CONSOLE_TRANSPORT) if w)
-
-
-def qemu_options(accel: qemu.Accel, cpus: int) -> list:
-    """What the local runner gives QEMU besides the kernel, the initramfs
-    and its 9p share; LAVA's qemu type adds -nographic, -m, -monitor none
-    and a user-mode NIC the guest leaves down."""
-    return [" ".join(accel.args), "-name lab,debug-threads=on",
-            f"-smp {cpus}", "-no-reboot"]
-
-
 def definition(cell, built, initrd: Path, accel: qemu.Accel,
                artifacts: Artifacts, template: Path, run_dir: Path,
-               device_type: str = "x86") -> str:
+               device_type: str = "x86") -> tuple:
     """Write the cell's plan.sh and job.yaml into `run_dir`, publish the
-    files the job deploys, and return the job definition."""
+    files the job deploys; return the job definition and the name of the
+    published file only this job uses (its initramfs)."""
     scen = cell.scenario
     if scen.disk and not is_qemu(template):
         raise LabError(f"scenario {scen.name} needs a scratch disk, which "
@@ -144,10 +121,11 @@ def definition(cell, built, initrd: Path, accel: qemu.Accel,
     plan_text = boot.plan_script(matrix.PLAN, scen.plan_env())
     key = f"{cell.variant.name}-{scen.name}-boot{cell.boot}"
     digest = hashlib.sha256(plan_text.encode()).hexdigest()[:12]
-    kernel_url = artifacts.publish(
-        f"bzImage-{built.meta['hash'][:16]}", source=built.image)
+    kernel_url = artifacts.publish(f"bzImage-{built.meta['hash'][:16]}",
+                                   built.image.read_bytes, shared=True)
+    own = f"initrd-{key}-{digest}.cpio"
     initrd_url = artifacts.publish(
-        f"initrd-{key}-{digest}.cpio", data=job_initrd(initrd, plan_text))
+        own, lambda: initrd.read_bytes() + plan_cpio(plan_text))
     seconds = matrix.expected_seconds(scen)
     fields = {
         "job_name": f"softirq-rt-lab {cell.variant.name} {scen.name} "
@@ -156,8 +134,12 @@ def definition(cell, built, initrd: Path, accel: qemu.Accel,
         "boot_seconds": 300,
         "test_seconds": int(3 * seconds + JOB_OVERHEAD_S),
         "memory_mb": 1024,
-        "qemu_options": qemu_options(accel, 2),
-        "cmdline": cmdline(accel, scen),
+        # LAVA's qemu type adds -nographic, -m, -monitor none, a user-mode
+        # NIC the guest leaves down, and QEMU's default devices
+        "qemu_options": [" ".join(qemu.guest_options(accel, 2))],
+        "cmdline": qemu.kernel_cmdline(
+            accel, " ".join(w for w in (scen.append, CONSOLE_TRANSPORT)
+                            if w)),
         "kernel_url": kernel_url, "initrd_url": initrd_url,
         "suite": SUITE, "device_type": device_type,
         "metadata": {"lab.variant": cell.variant.name,
@@ -168,11 +150,12 @@ def definition(cell, built, initrd: Path, accel: qemu.Accel,
     text = fill(template, fields)
     if scen.disk:
         text = add_scratch_disk(text, artifacts.publish(
-            f"scratch-{scen.disk}M.img.gz", data=scratch_image(scen.disk)))
+            f"scratch-{scen.disk}M.img.gz",
+            lambda: scratch_image(scen.disk), shared=True))
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "plan.sh").write_text(plan_text)
     (run_dir / "job.yaml").write_text(text)
-    return text
+    return text, own
 
 
 def add_scratch_disk(text: str, url: str) -> str:

@@ -13,7 +13,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from .. import boot, matrix, store
+from .. import boot, matrix, qemu, store
 from ..log import LabError, info
 from . import client, collect, jobs
 
@@ -30,6 +30,16 @@ class Options:
         self.device_type = device_type
         self.artifacts = jobs.Artifacts.at(artifacts, artifacts_url)
 
+    def accel(self) -> qemu.Accel:
+        """How the jobs' guests run: the lab's TCG setting in LAVA's qemu
+        type (KVM on a worker cannot be probed from here), else a real
+        machine."""
+        if jobs.is_qemu(self.template):
+            return qemu.tcg("LAVA qemu jobs: the lab's TCG setting")
+        return qemu.Accel("none", f"real machine: LAVA device type "
+                          f"{self.device_type}, template "
+                          f"{self.template.name}")
+
 
 def _lava_seconds(job: dict, start: str, end: str) -> float:
     try:
@@ -43,19 +53,20 @@ def _lava_seconds(job: dict, start: str, end: str) -> float:
 def submit(cell, built, initrd: Path, accel, root: Path,
            opts: Options) -> int:
     run_dir = cell.folder(root)
-    for stale in ("plan-exit", "plan.log", "run.json", "console.log"):
-        (run_dir / stale).unlink(missing_ok=True)
-    jobs.definition(cell, built, initrd, accel, opts.artifacts,
-                    opts.template, run_dir, opts.device_type)
+    # a redone run: nothing of the last try may mix with the new results
+    for stale in run_dir.glob("*") if run_dir.is_dir() else ():
+        stale.unlink()
+    _, own = jobs.definition(cell, built, initrd, accel, opts.artifacts,
+                             opts.template, run_dir, opts.device_type)
     job = opts.server.submit(run_dir / "job.yaml")
     machine = {"command": "", "accel": accel.as_dict(),
                "qemu_version": "", "host_cpu": "LAVA worker",
                "host_boot_id": ""}
     record = boot.provenance(built, matrix.PLAN, cell.scenario.plan_env(),
                              2, machine, matrix.cell_context(cell))
-    record["lava"] = {"server": opts.server.name(), "job": job,
+    record["lava"] = {"server": opts.server.url, "job": job,
                       "url": opts.server.job_url(job),
-                      "template": opts.template.name}
+                      "template": opts.template.name, "initrd": own}
     store.write_json(run_dir / "run.json", record)
     return job
 
@@ -68,7 +79,7 @@ def pending_job(run_dir: Path, opts: Options):
         return None
     lava = record.get("lava", {})
     if record.get("status") == "running" and \
-            lava.get("server") == opts.server.name():
+            lava.get("server") == opts.server.url:
         return lava.get("job")
     return None
 
@@ -76,26 +87,37 @@ def pending_job(run_dir: Path, opts: Options):
 def collect_job(run_dir: Path, job: dict, opts: Options) -> dict:
     """Turn a finished job into the run's files and final run.json."""
     record = store.read_json(run_dir / "run.json")
-    log = opts.server.log(job["id"])
+    try:
+        log = opts.server.log(job["id"])
+    except LabError:
+        if job["health"] == "Complete":
+            raise
+        log = []        # a job canceled before it started has none
     problem = collect.into_run_folder(log, run_dir)
     record["qemu"].update(collect.qemu_facts(log))
     console = (run_dir / "console.log").read_text(errors="replace")
     tail = "\n".join(console.splitlines()[-15:])
+    tail = f"; last console lines:\n{tail}" if tail.strip() else ""
     panic = boot.panic_lines(console)
     if panic:
         reason = f"guest kernel panic:\n{panic}"
     elif job["health"] != "Complete":
-        reason = f"{collect.failure(job, log)}; last console lines:\n{tail}"
+        reason = collect.failure(job, log) + tail
     else:
         reason = problem or boot.plan_failure(
-            run_dir, f"the guest's results never reached the console; "
-            f"last console lines:\n{tail}")
+            run_dir, "the guest's results never reached the console" + tail)
     record["lava"].update(
         device=job.get("device"), health=job["health"],
         submit_time=job.get("submit_time"),
         start_time=job.get("start_time"), end_time=job.get("end_time"),
         queued_s=_lava_seconds(job, "submit_time", "start_time"),
-        test_cases=collect.test_cases(opts.server.results(job["id"])))
+        test_cases=collect.test_cases(opts.server.results(job["id"])
+                                      if log else []))
+    # the job's own initramfs (37 MB) is no longer needed; the kernel
+    # and scratch disks are shared by other jobs and stay
+    if record["lava"].get("initrd"):
+        (opts.artifacts.folder / record["lava"]["initrd"]).unlink(
+            missing_ok=True)
     return boot.finish(record, run_dir, reason,
                        _lava_seconds(job, "start_time", "end_time"))
 
@@ -103,7 +125,7 @@ def collect_job(run_dir: Path, job: dict, opts: Options) -> dict:
 def run(todo: list, built: dict, initrds: dict, accel, root: Path,
         opts: Options) -> None:
     """Run `todo` (matrix cells) as LAVA jobs, wait for all, collect."""
-    info(f"LAVA server: {opts.server.name()} (version "
+    info(f"LAVA server: {opts.server.url} (version "
          f"{opts.server.check()}), jobs from {opts.template}")
     waiting = {}         # job id -> cell
     for c in todo:

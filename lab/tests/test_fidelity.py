@@ -46,7 +46,7 @@ def test_settings_become_qemu_options():
                      accel=by["tcg-single-idle-poll"], append="rdinit=/x")
     cmd = m.command()
     assert cmd[cmd.index("-append") + 1] == \
-        "console=ttyS0 panic=-1 idle=poll rdinit=/x"
+        "console=ttyS0,115200 panic=-1 idle=poll rdinit=/x"
     assert by["kvm"].args == ["-accel", "kvm", "-cpu", "host"]
     with pytest.raises(LabError, match="unknown setting 'tcg-fast'"):
         settings.select("tcg-fast")

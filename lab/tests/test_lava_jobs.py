@@ -12,8 +12,8 @@ import pytest
 import yaml
 from lava_common.schemas import validate
 
-from lab import matrix, scenario, settings
-from lab.lava import collect, jobs
+from lab import matrix, qemu, scenario, settings
+from lab.lava import client, collect, jobs
 from lab.log import LabError
 
 ACCEL = settings.tcg("test")
@@ -38,10 +38,11 @@ def render(tmp_path, template="qemu", extra=""):
     base = tmp_path / "base.cpio"
     base.write_bytes(b"\0" * 512)
     run_dir = tmp_path / "run"
-    text = jobs.definition(
+    text, own = jobs.definition(
         make_cell(tmp_path, extra), make_built(tmp_path), base, ACCEL,
         jobs.Artifacts.at(str(tmp_path / "art")),
         jobs.template_path(template), run_dir)
+    assert (tmp_path / "art" / own).is_file()
     return text, run_dir
 
 
@@ -56,7 +57,9 @@ def test_jobs_pass_lavas_own_schema(tmp_path, template, extra):
     if template == "qemu":
         images = job["actions"][0]["deploy"]["images"]
         assert cmdline in images["kernel"]["image_arg"]
-        assert " ".join(ACCEL.args) in job["context"]["extra_options"]
+        # the options the local runner gives every guest, accelerator first
+        assert job["context"]["extra_options"] == \
+            [" ".join(qemu.guest_options(ACCEL, 2))]
         assert ("scratch" in images) == bool(extra)
         if extra:
             assert "num-queues=1" in images["scratch"]["image_arg"]
@@ -151,3 +154,9 @@ def test_a_kernel_message_inside_the_block_is_taken_out(tmp_path):
                   split[1]]
     assert collect.into_run_folder(as_log(lines), tmp_path) == ""
     assert (tmp_path / "plan-exit").read_text() == "0\n" * 200
+
+
+def test_the_server_is_named_without_its_token():
+    server = client.Server("https://me:s3cret@lava.example.org/RPC2")
+    assert server.url == "https://lava.example.org"
+    assert server.job_url(7) == "https://lava.example.org/scheduler/job/7"

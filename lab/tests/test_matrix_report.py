@@ -70,7 +70,11 @@ def test_finished_means_ok_or_failed_with_the_same_inputs(tmp_path):
     other = matrix.qemu.Accel("tcg", "x", ["-accel", "tcg,thread=multi"])
     assert matrix.finished(d, "h", "d", same)
     assert not matrix.finished(d, "h", "d", other)   # another setting
+    assert not matrix.finished(d, "h", "d", same, runner="lava")
     record = store.read_json(d / "run.json")
+    store.write_json(d / "run.json", {**record, "lava": {"job": 1}})
+    assert matrix.finished(d, "h", "d", same, runner="lava")
+    assert not matrix.finished(d, "h", "d", same)    # another runner
     record["status"] = "running"             # killed mid-run
     store.write_json(d / "run.json", record)
     assert not matrix.finished(d, "h", "d")

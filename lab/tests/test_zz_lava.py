@@ -46,30 +46,35 @@ def run_folder(root, scen):
 @pytest.fixture(scope="module")
 def through_lava(tmp_path_factory, lava):
     """One cell through LAVA, stopped once while its job runs and then
-    resumed; a guest that panics in the same matrix; the same cell run
-    locally.  Returns (lava results, local results, outputs)."""
+    resumed; a guest that panics and a job canceled on the server in the
+    same matrix; the same cell run locally."""
     tmp = tmp_path_factory.mktemp("lava")
     short = tmp / "short.scenario"
     short.write_text(SHORT)
     panic = tmp / "panic.scenario"
     panic.write_text(SHORT.replace("duration = 2", "duration = 1") +
                      "append = rdinit=/no-init\n")
+    canceled = tmp / "canceled.scenario"
+    canceled.write_text(SHORT.replace("duration = 2", "duration = 1"))
     root = tmp / "lava"
-    cmd = lab_run(tmp, root, [short, panic], "--runner", "lava",
+    cmd = lab_run(tmp, root, [short, panic, canceled], "--runner", "lava",
                   "--lava-identity", lava)
-    # Stop the lab as soon as both jobs are on the server.
+    # Stop the lab as soon as its jobs are on the server.
     first = subprocess.Popen(cmd, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True)
     seen = []
     for line in first.stdout:
         seen.append(line)
-        if "submitted 2/2" in line:
+        if "submitted 3/3" in line:
             first.send_signal(signal.SIGTERM)
             break
     rest, _ = first.communicate(timeout=60)
     stopped = "".join(seen) + rest
     job_ids = {s: store.read_json(run_folder(root, s) / "run.json")
-               ["lava"]["job"] for s in ("short", "panic")}
+               ["lava"]["job"] for s in ("short", "panic", "canceled")}
+    # the last job waits behind the others: cancel it on the server
+    subprocess.run(["lavacli", "-i", lava, "jobs", "cancel",
+                    str(job_ids["canceled"])], check=True)
     second = subprocess.run(cmd, capture_output=True, text=True,
                             timeout=900)
     local_root = tmp / "local"
@@ -87,7 +92,7 @@ def test_stopped_lab_follows_its_jobs_again_without_resubmitting(
     assert "jobs go on on the LAVA server" in r["stopped"]
     second = r["second"].stdout + r["second"].stderr
     assert r["second"].returncode == 0, second
-    assert "2 jobs submitted before; following them again" in second
+    assert "3 jobs submitted before; following them again" in second
     assert "submitted 1/" not in second
     for scen, job in r["job_ids"].items():
         record = store.read_json(run_folder(r["root"], scen) / "run.json")
@@ -146,3 +151,11 @@ def test_a_guest_panic_is_a_failed_run_with_its_reason(through_lava):
     assert record["lava"]["health"] == "Incomplete"
     assert "VFS: Unable to mount root fs" in \
         (folder / "console.log").read_text()
+
+
+def test_a_canceled_job_is_a_failed_run_that_says_so(through_lava):
+    record = store.read_json(run_folder(through_lava["root"], "canceled") /
+                             "run.json")
+    assert record["status"] == "failed"
+    assert record["lava"]["health"] == "Canceled"
+    assert f"LAVA job {record['lava']['job']} canceled" in record["reason"]
