@@ -14,20 +14,22 @@ from ..log import LabError
 TIMEOUT_S = 120
 
 
-def _lavacli(args: list, what: str) -> str:
+def _lavacli(where: list, args: list, what: str) -> str:
+    """lavacli's output; errors name `what` and the subcommand, never
+    the credentials in `where`."""
+    shown = "lavacli " + " ".join(args[:3])
     try:
-        r = subprocess.run(["lavacli", *args], capture_output=True,
+        r = subprocess.run(["lavacli", *where, *args], capture_output=True,
                            text=True, timeout=TIMEOUT_S)
     except FileNotFoundError:
         raise LabError("lavacli not found: install Debian package lavacli "
                        "(`make deps RUNNER=lava`)") from None
     except subprocess.TimeoutExpired:
-        raise LabError(f"{what} did not answer `lavacli "
-                       f"{' '.join(args[-3:])}` within {TIMEOUT_S} s") \
-            from None
+        raise LabError(f"{what} did not answer `{shown}` within "
+                       f"{TIMEOUT_S} s") from None
     if r.returncode != 0:
         err = (r.stderr.strip() or r.stdout.strip()).splitlines()
-        raise LabError(f"{what}: `lavacli {' '.join(args[-3:])}` failed: "
+        raise LabError(f"{what}: `{shown}` failed: "
                        f"{err[-1] if err else r.returncode}")
     return r.stdout
 
@@ -44,7 +46,7 @@ class Server:
         uri = self.uri
         if not uri:
             import yaml     # python3-yaml, which lavacli depends on
-            shown = _lavacli(["identities", "show", self.identity],
+            shown = _lavacli([], ["identities", "show", self.identity],
                              f"lavacli identity {self.identity!r} (add it "
                              f"with `lavacli identities add` or give "
                              f"--lava-uri)")
@@ -58,7 +60,7 @@ class Server:
 
     def lavacli(self, *args) -> str:
         where = ["--uri", self.uri] if self.uri else ["-i", self.identity]
-        return _lavacli([*where, *args], f"LAVA server {self.url}")
+        return _lavacli(where, list(args), f"LAVA server {self.url}")
 
     def check(self) -> str:
         """The server's version; a clear error if it cannot be reached."""

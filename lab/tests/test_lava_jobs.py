@@ -160,3 +160,7 @@ def test_the_server_is_named_without_its_token():
     server = client.Server("https://me:s3cret@lava.example.org/RPC2")
     assert server.url == "https://lava.example.org"
     assert server.job_url(7) == "https://lava.example.org/scheduler/job/7"
+    with pytest.raises(LabError) as failed:    # nothing listens there
+        client.Server("http://me:s3cret@127.0.0.1:9/RPC2").check()
+    assert "s3cret" not in str(failed.value)
+    assert "`lavacli system version` failed" in str(failed.value)
