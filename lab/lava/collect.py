@@ -16,6 +16,7 @@ import zlib
 from pathlib import Path
 
 from .. import store
+from .jobs import SUITE
 
 BEGIN = re.compile(r"lab-files: begin (\d+) bytes sha256 ([0-9a-f]{64})")
 END = "lab-files: end"
@@ -58,18 +59,15 @@ def split_files(lines: list) -> tuple:
     return lines, None, ""
 
 
-def unpack(data: bytes, run_dir: Path) -> list:
-    """Extract the guest's tar into `run_dir`; names of the files."""
-    names = []
+def unpack(data: bytes, run_dir: Path) -> None:
+    """Extract the guest's tar into `run_dir`: flat files only, as the
+    guest writes them, so nothing lands outside the run folder."""
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
         for member in tar.getmembers():
             name = Path(member.name).as_posix().lstrip("./")
-            if not member.isfile() or not name or ".." in Path(name).parts \
-                    or "/" in name:
-                continue        # the guest writes flat files only
-            store.write_bytes(run_dir / name, tar.extractfile(member).read())
-            names.append(name)
-    return names
+            if member.isfile() and name and "/" not in name:
+                store.write_bytes(run_dir / name,
+                                  tar.extractfile(member).read())
 
 
 def qemu_facts(log: list) -> dict:
@@ -89,7 +87,6 @@ def qemu_facts(log: list) -> dict:
 
 def test_cases(results: list) -> list:
     """The lab's test cases of a job: name, result, measurement, unit."""
-    from .jobs import SUITE
     cases = []
     for r in results:
         if not str(r.get("suite", "")).endswith(SUITE):

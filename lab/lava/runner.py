@@ -9,6 +9,7 @@ on the server meanwhile.  A finished job's log becomes the run folder a
 local run writes (lab/lava/collect.py); a job that failed or was
 canceled is a failed run with LAVA's reason, and the matrix goes on.
 """
+import errno
 import time
 from datetime import datetime
 from pathlib import Path
@@ -152,11 +153,18 @@ def run(todo: list, built: dict, initrds: dict, accel, root: Path,
     except LabError as e:
         raise LabError(f"{e}; {len(waiting)} jobs not collected yet: run "
                        f"again to collect them") from None
+    except OSError as e:
+        if e.errno != errno.ENOSPC:
+            raise
+        raise LabError(f"disk full while collecting LAVA jobs into {root}: "
+                       f"{e}; {len(waiting)} jobs not collected yet: free "
+                       f"some space and run again to collect them") \
+            from None
 
 
 def follow(waiting: dict, root: Path, opts: Options) -> None:
     """Wait for the jobs in `waiting` (job id -> cell), collecting each
-    as it finishes (and taking it out of `waiting`)."""
+    as it finishes and then taking it out of `waiting`."""
     total, done, failed, last = len(waiting), 0, 0, ""
     while waiting:
         states = {}
@@ -165,8 +173,9 @@ def follow(waiting: dict, root: Path, opts: Options) -> None:
             states[job_id] = job["state"]
             if job["state"] in ACTIVE:
                 continue
-            c = waiting.pop(job_id)
+            c = waiting[job_id]
             record = collect_job(c.folder(root), job, opts)
+            del waiting[job_id]     # only now: a stop above re-collects it
             done += 1
             if record["status"] != "ok":
                 failed += 1
