@@ -12,6 +12,7 @@ lab's cache (~/.cache/softirq-rt-lab/lava-local/), shared by every
 checkout on the machine, as the instance is.
 """
 import os
+import re
 import signal
 import subprocess
 import time
@@ -153,14 +154,10 @@ def _listed(output: str, name: str) -> bool:
 
 
 def token_of(output: str) -> str:
-    """The token in `tokens list` / `workers details` output."""
-    for line in output.splitlines():
-        words = line.replace("*", " ").replace(":", " ").split()
-        if words and words[0] == "token" and len(words) > 1:
-            return words[1]
-        if line.startswith("* ") and len(words) >= 1 and len(words[0]) > 20:
-            return words[0]
-    return ""
+    """The token in `tokens list` ("* <token> (description)") or
+    `workers details` ("token      : <token>") output."""
+    m = re.search(r"^(?:\* (\S{20,})|token\s*:\s*(\S+))", output, re.M)
+    return (m.group(1) or m.group(2)) if m else ""
 
 
 def set_up_accounts() -> dict:

@@ -164,3 +164,13 @@ def test_the_server_is_named_without_its_token():
         client.Server("http://me:s3cret@127.0.0.1:9/RPC2").check()
     assert "s3cret" not in str(failed.value)
     assert "`lavacli system version` failed" in str(failed.value)
+
+
+def test_tokens_are_read_from_lava_server_manage_output():
+    from lab.lava.local import token_of
+    assert token_of("Tokens for user 'lab':\n* " + "a1" * 32 + " ()\n") == \
+        "a1" * 32
+    assert token_of("hostname   : lab-worker\nstate      : Online\n"
+                    "token      : wB0RTgGjNTgh\ndevices    : 1\n") == \
+        "wB0RTgGjNTgh"
+    assert token_of("Tokens for user 'lab':\n") == ""
