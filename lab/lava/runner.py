@@ -10,7 +10,9 @@ local run writes (lab/lava/collect.py); a job that failed or was
 canceled is a failed run with LAVA's reason, and the matrix goes on.
 """
 import errno
+import socket
 import time
+import urllib.parse
 from datetime import datetime
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from ..log import LabError, info
 from . import client, collect, jobs
 
 POLL_S = 10
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1", socket.gethostname())
 ACTIVE = ("Submitted", "Scheduling", "Scheduled", "Running", "Canceling")
 
 
@@ -30,6 +33,18 @@ class Options:
         self.template = jobs.template_path(template)
         self.device_type = device_type
         self.artifacts = jobs.Artifacts.at(artifacts, artifacts_url)
+        self.artifacts_url_given = bool(artifacts_url)
+
+    def check_reachable(self) -> None:
+        """file:// URLs only work for a worker on this machine: a remote
+        server needs the artifacts published (README.md, LAVA)."""
+        host = urllib.parse.urlsplit(self.server.url).hostname or ""
+        if not self.artifacts_url_given and host not in LOCAL_HOSTS:
+            raise LabError(f"LAVA server {self.server.url} is not on this "
+                           f"machine, so its workers cannot read the job "
+                           f"files at {self.artifacts.url}: publish "
+                           f"{self.artifacts.folder} over HTTP and give its "
+                           f"URL (LAVA_ARTIFACTS_URL, --lava-artifacts-url)")
 
     def accel(self) -> qemu.Accel:
         """How the jobs' guests run: the lab's TCG setting in LAVA's qemu
@@ -126,6 +141,7 @@ def collect_job(run_dir: Path, job: dict, opts: Options) -> dict:
 def run(todo: list, built: dict, initrds: dict, accel, root: Path,
         opts: Options) -> None:
     """Run `todo` (matrix cells) as LAVA jobs, wait for all, collect."""
+    opts.check_reachable()
     info(f"LAVA server: {opts.server.url} (version "
          f"{opts.server.check()}), jobs from {opts.template}")
     waiting = {}         # job id -> cell

@@ -174,3 +174,13 @@ def test_tokens_are_read_from_lava_server_manage_output():
                     "token      : wB0RTgGjNTgh\ndevices    : 1\n") == \
         "wB0RTgGjNTgh"
     assert token_of("Tokens for user 'lab':\n") == ""
+
+
+def test_a_remote_server_needs_the_job_files_published():
+    from lab.lava import runner
+    remote = runner.Options(uri="https://me:t@lava.example.org/RPC2")
+    with pytest.raises(LabError, match="publish .* over HTTP"):
+        remote.check_reachable()
+    runner.Options(uri="https://me:t@lava.example.org/RPC2",
+                   artifacts_url="https://here/lab").check_reachable()
+    runner.Options(uri="http://u:t@127.0.0.1:8800/RPC2").check_reachable()
