@@ -6,32 +6,20 @@ lavacli identity (`lavacli identities add ...`, stored in
 """
 import functools
 import json
-import subprocess
 from dataclasses import dataclass
 
 from ..log import LabError
+from . import tool
 
 TIMEOUT_S = 120
 
 
 def _lavacli(where: list, args: list, what: str) -> str:
-    """lavacli's output; errors name `what` and the subcommand, never
-    the credentials in `where`."""
-    shown = "lavacli " + " ".join(args[:3])
-    try:
-        r = subprocess.run(["lavacli", *where, *args], capture_output=True,
-                           text=True, timeout=TIMEOUT_S)
-    except FileNotFoundError:
-        raise LabError("lavacli not found: install Debian package lavacli "
-                       "(`make deps RUNNER=lava`)") from None
-    except subprocess.TimeoutExpired:
-        raise LabError(f"{what} did not answer `{shown}` within "
-                       f"{TIMEOUT_S} s") from None
-    if r.returncode != 0:
-        err = (r.stderr.strip() or r.stdout.strip()).splitlines()
-        raise LabError(f"{what}: `{shown}` failed: "
-                       f"{err[-1] if err else r.returncode}")
-    return r.stdout
+    """lavacli's output; errors show the subcommand, never the
+    credentials in `where`."""
+    return tool(["lavacli", *where, *args], what,
+                "install Debian package lavacli (`make deps RUNNER=lava`)",
+                shown="lavacli " + " ".join(args[:3]), timeout=TIMEOUT_S)
 
 
 @dataclass

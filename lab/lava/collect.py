@@ -108,13 +108,15 @@ def failure(job: dict, log: list) -> str:
         (f": {why}" if why else "")
 
 
-def into_run_folder(log: list, run_dir: Path) -> str:
-    """Write console.log and the result files; '' or what went wrong."""
+def into_run_folder(log: list, run_dir: Path) -> tuple:
+    """Write console.log and the result files; return the console and
+    what went wrong with the files ('' if nothing)."""
     lines, data, problem = split_files(console_lines(log))
-    store.write_text(run_dir / "console.log", "\n".join(lines) + "\n")
+    console = "\n".join(lines) + "\n"
+    store.write_text(run_dir / "console.log", console)
     if data is not None:
         try:
             unpack(data, run_dir)
         except (tarfile.TarError, EOFError, zlib.error) as e:
             problem = f"the result files are not a readable tar: {e}"
-    return problem
+    return console, problem

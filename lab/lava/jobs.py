@@ -26,8 +26,9 @@ from ..log import LabError
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 SUITE = "softirq-rt-lab"
 CONSOLE_TRANSPORT = "lab.results=console"
-# Guest time besides the plan's measurement: boot, loading, shipping
-# results over the console (measured: 10-20 s a job under icount).
+# Time a job needs besides the plan's measurement: LAVA's deploy, boot,
+# results over the console (measured: 1-5 s more than a local run on
+# the local LAVA; the margin is for slower workers and links).
 JOB_OVERHEAD_S = 60
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from .. import paths
 from ..log import LabError, info
+from . import tool
 
 PORT = int(os.environ.get("LAB_LAVA_PORT", "8800"))
 URL = f"http://127.0.0.1:{PORT}"
@@ -42,20 +43,10 @@ def state_dir() -> Path:
 
 
 def _run(cmd: list, what: str, timeout: float = 300) -> str:
-    try:
-        r = subprocess.run(cmd, capture_output=True, text=True,
-                           timeout=timeout, cwd="/")
-    except FileNotFoundError:
-        raise LabError(f"{what}: {cmd[0]} not found; install "
-                       f"{' '.join(PACKAGES)} (`make deps-lava`)") from None
-    except subprocess.TimeoutExpired:
-        raise LabError(f"{what}: `{' '.join(cmd)}` took over "
-                       f"{timeout:.0f} s") from None
-    if r.returncode != 0:
-        out = (r.stderr.strip() or r.stdout.strip()).splitlines()
-        raise LabError(f"{what}: `{' '.join(cmd[:4])}` failed: "
-                       f"{out[-1] if out else r.returncode}")
-    return r.stdout
+    # from /: lava-server's postinst switches to the lavaserver
+    # account, which may not read the caller's folder
+    return tool(cmd, what, f"install {' '.join(PACKAGES)} "
+                f"(`make deps-lava`)", timeout=timeout, cwd="/")
 
 
 def manage(*args, what: str = "") -> str:

@@ -109,9 +109,8 @@ def collect_job(run_dir: Path, job: dict, opts: Options) -> dict:
         if job["health"] == "Complete":
             raise
         log = []        # a job canceled before it started has none
-    problem = collect.into_run_folder(log, run_dir)
+    console, problem = collect.into_run_folder(log, run_dir)
     record["qemu"].update(collect.qemu_facts(log))
-    console = (run_dir / "console.log").read_text(errors="replace")
     tail = "\n".join(console.splitlines()[-15:])
     tail = f"; last console lines:\n{tail}" if tail.strip() else ""
     panic = boot.panic_lines(console)

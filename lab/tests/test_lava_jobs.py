@@ -121,10 +121,11 @@ def as_log(lines):
 
 def test_result_files_come_out_of_the_job_log(tmp_path):
     log = as_log(shipped({"plan-exit": b"0\n", "cyclictest.json": b"{}"}))
-    assert collect.into_run_folder(log, tmp_path) == ""
+    console, problem = collect.into_run_folder(log, tmp_path)
+    assert problem == ""
     assert (tmp_path / "plan-exit").read_text() == "0\n"
     assert (tmp_path / "cyclictest.json").read_text() == "{}"
-    console = (tmp_path / "console.log").read_text()
+    assert console == (tmp_path / "console.log").read_text()
     assert "lab-init: plan exit 0" in console and "lab-files" not in console
     assert collect.qemu_facts(log)["command"] == "qemu -x"
 
@@ -132,9 +133,9 @@ def test_result_files_come_out_of_the_job_log(tmp_path):
 def test_damaged_or_cut_result_files_are_named_not_unpacked(tmp_path):
     lines = shipped({"plan-exit": b"0\n"})
     damaged = lines[:3] + [lines[3][:-4] + "AAAA"] + lines[4:]
-    assert "damaged" in collect.into_run_folder(as_log(damaged), tmp_path)
+    assert "damaged" in collect.into_run_folder(as_log(damaged), tmp_path)[1]
     cut = lines[:4]
-    assert "cut off" in collect.into_run_folder(as_log(cut), tmp_path)
+    assert "cut off" in collect.into_run_folder(as_log(cut), tmp_path)[1]
     assert not (tmp_path / "plan-exit").exists()
 
 
@@ -152,7 +153,7 @@ def test_a_kernel_message_inside_the_block_is_taken_out(tmp_path):
     split = lines[4][:16], lines[4][16:]
     lines[4:5] = [split[0] + "[ 1154.395911] reboot: Restarting system",
                   split[1]]
-    assert collect.into_run_folder(as_log(lines), tmp_path) == ""
+    assert collect.into_run_folder(as_log(lines), tmp_path)[1] == ""
     assert (tmp_path / "plan-exit").read_text() == "0\n" * 200
 
 
