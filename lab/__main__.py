@@ -6,13 +6,15 @@ import sys
 
 from pathlib import Path
 
-from . import (boot, build, fidelity, health, matrix, paths, qemu, report,
-               scenario, settings, variants)
+from . import (boot, build, fidelity, guestbuild, health, matrix, paths,
+               qemu, report, scenario, settings, variants)
 from .log import LabError, info
 
 
 def cmd_build(args) -> int:
-    build.build_all(variants.select(args.variants), force=args.force)
+    # The test module too, while the shared tree holds each variant.
+    build.build_all(variants.select(args.variants), force=args.force,
+                    then=guestbuild.module)
     return 0
 
 

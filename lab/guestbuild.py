@@ -1,7 +1,8 @@
 """Build the lab's own guest code: the test module and the probe.
 
-The module is built against each variant's own tree and objects (it must
-match the kernel it is loaded into); the probe is ordinary userspace C,
+The module is built against each variant's tree and objects (it must
+match the kernel it is loaded into; build.ensure_tree brings the shared
+tree back to the variant first); the probe is ordinary userspace C,
 built once.  Sources are copied into the cache and built there, so the
 checkout stays clean, and each result is cached by the content of its
 sources and, for the module, of the kernel it is built for.
@@ -49,7 +50,7 @@ def _build_in_copy(src: Path, dest: Path, command, product: str,
 
 def module(variant, built: build.Built) -> Path:
     """softirq_load.ko built against one variant's kernel."""
-    with build.locked(variant.name):
+    with build.locked(built.tree.name):
         build.ensure_tree(variant, built)
         return _module(built)
 

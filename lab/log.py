@@ -15,9 +15,14 @@ class LabError(Exception):
 _START = time.monotonic()
 
 
-def elapsed() -> str:
-    s = int(time.monotonic() - _START)
+def fmt_seconds(seconds: float) -> str:
+    """m:ss, the form every progress line uses."""
+    s = int(seconds)
     return f"{s // 60}:{s % 60:02d}"
+
+
+def elapsed() -> str:
+    return fmt_seconds(time.monotonic() - _START)
 
 
 def info(msg: str) -> None:

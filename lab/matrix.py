@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import boot, build, guestbuild, paths, qemu, store
-from .log import LabError, info
+from .log import LabError, fmt_seconds, info
 
 PLAN = paths.GUEST_DIR / "plans" / "scenario.sh"
 BOOT_OVERHEAD_S = 8           # boot and shutdown, measured: 15-25 s a run
@@ -108,8 +108,11 @@ def run(variants: list, scenarios: list, boots: int,
     """
     root = root or results_root()
     root.mkdir(parents=True, exist_ok=True)
-    built = build.build_all(variants)
-    initrds = {v.name: guestbuild.initrd(v, built[v.name]) for v in variants}
+    initrds = {}
+
+    def make_initrd(variant, built_variant):
+        initrds[variant.name] = guestbuild.initrd(variant, built_variant)
+    built = build.build_all(variants, then=make_initrd)
     if accel is None and lava is not None:
         accel = lava.accel()
     accel = accel or qemu.choose_accel(built[variants[0].name].image)
@@ -134,8 +137,7 @@ def run(variants: list, scenarios: list, boots: int,
     for i, c in enumerate(todo, 1):
         eta = left * (spent / done if done else 1)
         info(f"run {i}/{len(todo)}: {c.variant.name} {c.scenario.name} "
-             f"boot {c.boot}/{boots}, about {int(eta) // 60}:"
-             f"{int(eta) % 60:02d} left")
+             f"boot {c.boot}/{boots}, about {fmt_seconds(eta)} left")
         started = time.monotonic()
         try:
             check_space(root, c.scenario)

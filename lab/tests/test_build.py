@@ -103,7 +103,7 @@ def test_up_to_date_variant_is_not_rebuilt(tmp_path, monkeypatch):
     # Any change of input misses the cache and reaches make.
     monkeypatch.setattr(source, "unpacked_source",
                         lambda: (tmp_path, "other-digest", "6.1.192"))
-    monkeypatch.setattr(build, "_worktree", lambda repo, name: tmp_path)
+    monkeypatch.setattr(build, "_worktree", lambda repo: tmp_path)
     monkeypatch.setattr(build, "apply_series", lambda v, t: None)
     monkeypatch.setattr(build, "mark_tree", lambda t, h: None)
     with pytest.raises(AssertionError, match="make was called"):
@@ -136,10 +136,18 @@ def test_full_disk_is_refused_before_building(tmp_path, monkeypatch):
         build.check_disk(tmp_path, build.NEEDED_GB)
 
 
-def test_tree_left_elsewhere_is_reset_to_the_series(tree, variant_root):
+def test_tree_left_elsewhere_is_reset_to_the_series(tree, variant_root,
+                                                    monkeypatch):
+    made = []
+    monkeypatch.setattr(build, "configure", lambda v, t, o, log: None)
+    monkeypatch.setattr(build, "_make", lambda *a, **k: made.append(a))
     v = variants.load(make_variant(variant_root, "good", "good.patch\n",
                                    {"good.patch": GOOD}))
-    built = build.Built("good", tree, {"hash": "h1", "tree": str(tree)})
+    objdir = tree.parent / "obj"
+    (objdir / "include/config").mkdir(parents=True)
+    (objdir / "include/config/kernel.release").write_text("6.1.192-good\n")
+    built = build.Built("good", tree, {"hash": "h1", "tree": str(tree),
+                                       "objdir": str(objdir)})
     build.ensure_tree(v, built)              # no mark yet: applies
     assert "THREE" in (tree / "demo.c").read_text()
     broken = variants.load(make_variant(variant_root, "bad", "b.patch\n",
@@ -152,16 +160,19 @@ def test_tree_left_elsewhere_is_reset_to_the_series(tree, variant_root):
     source.git(tree, "reset", "-q", "--hard", source.BASE_TAG)
     build.ensure_tree(v, built)              # another variant's mark
     assert "THREE" in (tree / "demo.c").read_text()
+    assert len(made) == 3                    # and each time made again
+    build.ensure_tree(v, built)              # its own mark: nothing to do
+    assert len(made) == 3
 
 
-def test_builds_of_one_variant_are_serialised(tmp_path, monkeypatch):
+def test_builds_in_one_tree_are_serialised(tmp_path, monkeypatch):
     import fcntl
     monkeypatch.setenv("LAB_CACHE", str(tmp_path))
     with build.locked("v1"):
         with open(tmp_path / "locks" / "v1.lock", "w") as other:
             with pytest.raises(BlockingIOError):
                 fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        with build.locked("v2"):          # other variants are not held up
+        with build.locked("v2"):          # other trees are not held up
             pass
     with open(tmp_path / "locks" / "v1.lock", "w") as other:
         fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
