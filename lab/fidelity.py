@@ -12,10 +12,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from . import build, matrix, paths, qemu, report, results, stats, store
+from . import build, matrix, paths, qemu, report, results, store
 from .log import info, warn
-
-OVER_US = 1000
 
 
 def results_root() -> Path:
@@ -48,16 +46,17 @@ def _row(setting: str, scen: str, var: str, runs: list) -> dict:
                         if r["status"] != "ok"][:3]}
     if not ok:
         return row
-    hists = [r["histogram"] for r in ok]
-    pool = stats.pooled(hists)
-    per_boot_p99 = [stats.quantile(h, 0.99) for h in hists]
+    # the boot is the unit: medians of per-boot values
+    per_boot = {m: [r["boot_values"][m] for r in ok]
+                for m in ("p50", "p99", "max", "over_1ms")}
+    per_boot_p99 = per_boot["p99"]
     row.update(
-        p50_us=stats.quantile(pool, 0.5), p99_us=stats.quantile(pool, 0.99),
-        p99_ci_us=stats.bootstrap_ci(hists, 0.99),
-        max_us=stats.quantile(pool, 1.0),
+        p50_us=statistics.median(per_boot["p50"]),
+        p99_us=statistics.median(per_boot_p99),
+        max_us=statistics.median(per_boot["max"]),
         p99_per_boot_us=per_boot_p99,
         p99_spread_us=max(per_boot_p99) - min(per_boot_p99),
-        over_1ms=stats.share_over(pool, OVER_US),
+        over_1ms=statistics.median(per_boot["over_1ms"]),
         run_seconds=statistics.median(r["seconds"] for r in ok))
     probe = report.probe_summary(ok)
     if probe:
@@ -98,13 +97,14 @@ def markdown(rows: list, settings: list, command: str) -> str:
     out = ["# Fidelity: the lab's noise floor per emulation setting", "",
            f"Measured on {time.strftime('%Y-%m-%d')} with `{command}`.",
            "Host: " + qemu.host_cpu() + ", " + qemu.qemu_version() + ".", "",
-           "p99 interval: bootstrap over boots (95%). Spread: largest minus "
+           "Each figure is the median over boots of one value per boot; "
+           "p99 also shows the boots' range. Spread: largest minus "
            "smallest per-boot p99 (how close repeat boots come). Over 1 ms: "
-           "share of all samples. Probe: median wake-up latency of valid "
+           "share of a boot's samples. Probe: median wake-up latency of valid "
            "samples and the share moved to another CPU. Run: median "
            "wall-clock seconds per boot.", "",
            "| setting | scenario | variant | boots | p50 us | p99 us "
-           "[95% CI] | p99 spread us | max us | over 1 ms | probe | run s |",
+           "[boots' range] | p99 spread us | max us | over 1 ms | probe | run s |",
            "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "unusable" in r:
@@ -116,7 +116,7 @@ def markdown(rows: list, settings: list, command: str) -> str:
                        f"{r['variant']} | 0 of {r['failed']} | failed: "
                        f"{'; '.join(r['failures'])} ||||||")
             continue
-        lo, hi = r["p99_ci_us"]
+        lo, hi = min(r["p99_per_boot_us"]), max(r["p99_per_boot_us"])
         probe = r.get("probe")
         probe_txt = (f"{probe['median_us']:.0f} us, moved "
                      f"{100 * probe['moved']:.0f}% (n={probe['valid']})"

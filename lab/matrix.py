@@ -10,9 +10,10 @@ another emulation setting (accelerator options) is redone too, so one
 results folder never mixes settings.
 """
 import errno
+import secrets
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import boot, build, guestbuild, paths, qemu, store
@@ -37,6 +38,11 @@ class Cell:
     variant: object       # variants.Variant
     scenario: object      # scenario.Scenario
     boot: int
+    # Drawn anew for every run (a redone run too), recorded in run.json.
+    seed: int = field(default_factory=lambda: secrets.randbits(32))
+
+    def plan_env(self) -> dict:
+        return self.scenario.plan_env(self.seed)
 
     def folder(self, root: Path) -> Path:
         return root / self.variant.name / self.scenario.name / \
@@ -179,7 +185,7 @@ def run_cell(c: Cell, built_kernel, initrd: Path, accel, root: Path) -> dict:
     try:
         return boot.run_plan(
             built_kernel, PLAN, run_dir, accel, timeout=timeout,
-            initrd=initrd, extra_args=extra, env=c.scenario.plan_env(),
+            initrd=initrd, extra_args=extra, env=c.plan_env(),
             append=c.scenario.append, context=cell_context(c))
     finally:
         (run_dir / "scratch.img").unlink(missing_ok=True)

@@ -8,7 +8,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from . import report_traces, results, stats, store
+from . import (kconfig, paths, predictions, report_traces, results, stats,
+               store)
 from .log import LabError, warn
 from .textfmt import WIDTH, fmt_us, wrap as _wrap
 
@@ -40,14 +41,17 @@ def probe_valid(summary: dict) -> bool:
     return asked > 0 and summary.get("missed", 0) <= 0.1 * asked
 
 
-def _metrics(rs: list) -> dict:
-    """Each load generator metric, averaged over the boots that had it."""
-    out = {}
-    for m in sorted({m for r in rs for m in r["metrics"]}):
-        have = [r["metrics"][m] for r in rs if m in r["metrics"]]
-        out[m] = {"value": sum(x["value"] for x in have) / len(have),
-                  "unit": have[0]["unit"]}
+def cost_values(r: dict) -> dict:
+    """A run's cost metrics: its load generators' and ksoftirqd's CPU."""
+    out = {m: d["value"] for m, d in r["metrics"].items()}
+    out["ksoftirqd_cpu_percent"] = r["ksoftirqd_cpu_percent"]
     return out
+
+
+# Throughput and rounds are better higher; everything else lower.
+def better(metric: str) -> str:
+    return "higher" if metric.endswith(("_mb_s", "_mbit_s", "_rounds",
+                                        "_per_s")) else "lower"
 
 
 def probe_summary(rs: list):
@@ -66,8 +70,17 @@ def probe_summary(rs: list):
             / len(valid)}
 
 
-def analyse(runs: list) -> dict:
-    """Cells, comparisons with baseline, probe and cost figures."""
+def analyse(runs: list, traces: dict = None,
+            predicted: dict = None) -> dict:
+    """Per cell: each boot's values; per variant: verdicts on them.
+
+    A boot whose cyclictest threads could not move (the affinity widening
+    failed) is left out of the cell and counted.  A scenario whose traced
+    worst cases the trace attribution blames on the emulator has its
+    verdicts withheld.
+    """
+    traces = traces or {}
+    predicted = predictions.load() if predicted is None else predicted
     ok = [r for r in runs if r["status"] == "ok"]
     by_cell = defaultdict(list)
     for r in ok:
@@ -76,202 +89,359 @@ def analyse(runs: list) -> dict:
                       key=lambda v: (v != "baseline", v))
     scenarios = sorted({r["scenario"] for r in runs},
                        key=lambda s: (s != "idle", s))
-    idle = by_cell.get(("idle", "baseline"))
-    noise = stats.cell([r["histogram"] for r in idle])["p99"] if idle \
-        else 0.0
-    if not idle:
-        warn("no idle baseline runs: the noise floor is unknown (0)")
-    out = {"variants": variants, "scenarios": scenarios,
-           "noise_floor_us": noise, "cells": {}, "failed": [
-               {k: r[k] for k in ("variant", "scenario", "boot", "reason")}
-               for r in runs if r["status"] != "ok"]}
-    for (scen, var), rs in by_cell.items():
-        hists = [r["histogram"] for r in rs]
-        c = {"latency": stats.cell(hists),
-             "free_to_move": all(r["affinity"]["free_to_move"] for r in rs),
-             "ksoftirqd_cpu_percent": sum(r["ksoftirqd_cpu_percent"]
-                                          for r in rs) / len(rs),
+    out = {"variants": variants, "scenarios": scenarios, "cells": {},
+           "withheld": {s: w for s in scenarios
+                        if (w := emulator_blamed(traces, s, variants))},
+           "failed": [{k: r[k] for k in ("variant", "scenario", "boot",
+                                         "reason")}
+                      for r in runs if r["status"] != "ok"]}
+    for (scen, var), rs in sorted(by_cell.items()):
+        free = sorted((r for r in rs if r["affinity"]["free_to_move"]),
+                      key=lambda r: r["boot"])
+        per_boot = {m: [r["boot_values"][m] for r in free]
+                    for m in BOOT_METRICS}
+        cost = {}
+        for r in free:
+            for m, v in cost_values(r).items():
+                cost.setdefault(m, []).append(v)
+        c = {"boots": [r["boot"] for r in free],
+             "pinned_boots": [r["boot"] for r in rs
+                              if not r["affinity"]["free_to_move"]],
+             "seeds": [r.get("phase_seed") for r in free],
+             "per_boot": per_boot, "cost": cost,
              "softirqs": {v: sum(r["softirqs"][v] for r in rs) / len(rs)
                           for v in results.VECTORS}}
-        c["metrics"] = _metrics(rs)
-        probe = probe_summary(rs)
+        probe = probe_summary(free)
         if probe:
             c["probe"] = probe
-        base = by_cell.get((scen, "baseline"))
-        if var != "baseline" and base:
-            c["vs_baseline"] = stats.compare(
-                hists, [r["histogram"] for r in base], noise)
         out["cells"][f"{scen}/{var}"] = c
+    for key, c in out["cells"].items():
+        scen, var = key.split("/")
+        base = out["cells"].get(f"{scen}/baseline")
+        if var == "baseline" or not base:
+            continue
+        vs = {m: stats.compare(c["per_boot"][m], base["per_boot"][m])
+              for m in BOOT_METRICS}
+        vs.update({m: stats.compare(v, base["cost"][m], better(m))
+                   for m, v in c["cost"].items() if m in base["cost"]})
+        for m, cmp in vs.items():
+            cmp["shown"] = shown_verdict(cmp, out["withheld"].get(scen))
+        c["vs_baseline"] = vs
+        p = predicted.get((scen, var))
+        if p:
+            cmp = vs.get(p["metric"], {"shown": "untested"})
+            c["prediction"] = dict(p, outcome=predictions.outcome(
+                p["expected"], cmp["shown"]))
     return out
 
 
-def _setup_lines(runs: list, a: dict) -> list:
+BOOT_METRICS = list(stats.LATENCY_METRICS) + ["missed"]
+
+
+def shown_verdict(cmp: dict, withheld_reason) -> str:
+    """The verdict the report prints: the test's, unless withheld."""
+    if withheld_reason:
+        return "withheld"
+    if cmp["verdict"] == "n.s." and min(cmp["p_lower"],
+                                        cmp["p_higher"]) < stats.ALPHA \
+            and abs(cmp["shift"]) <= cmp["spread"]:
+        return "withheld"       # significant, but within the boots' spread
+    return cmp["verdict"]
+
+
+def emulator_blamed(traces: dict, scen: str, variants: list) -> str:
+    """Why a scenario's verdicts are withheld, or "" if they stand."""
+    for var in variants:
+        worst = traces.get(f"{scen}/{var}", {}).get("worst", [])
+        blamed = sum(bool(x.get("emulator")) for x in worst)
+        if worst and 2 * blamed > len(worst):
+            return (f"emulator: {blamed} of {var}'s {len(worst)} worst "
+                    f"traced wake-ups are vCPUs the emulator did not run")
+    return ""
+
+
+def kernel_setup() -> str:
+    """HZ and preemption model, from the fragment every variant shares
+    (the build verifies that the kernels have them)."""
+    req = {r.option: r.value for r in
+           kconfig.merged_requests([paths.COMMON_CONFIG])}
+    hz = next((o[len("CONFIG_HZ_"):] for o, v in req.items()
+               if o.startswith("CONFIG_HZ_") and v == "y"), "?")
+    model = ("full preemption (CONFIG_PREEMPT)" if req.get("CONFIG_PREEMPT")
+             == "y" else "voluntary or none")
+    return f"HZ={hz}, {model}"
+
+
+def _medium(r0: dict) -> str:
+    acc = r0["qemu"]["accel"]
+    if acc["name"] == "tcg" and any("icount" in a for a in acc["args"]):
+        return ("QEMU TCG under -icount: virtual time under icount (each "
+                "instruction a fixed time, the vCPUs run in turn on one "
+                "host thread), not hardware time")
+    return f"QEMU, accelerator {acc['name']}"
+
+
+def _setup_lines(runs: list, a: dict, descriptions: dict) -> list:
     r0 = runs[0]
     q = r0["qemu"]
-    boots = max(r["boot"] for r in runs)
-    accels = sorted({r["accel"] for r in runs})
-    return [
-        f"Kernel: Linux {r0['kernel']['kernel_version']} (Debian "
-        f"linux-source-6.1), variants: {', '.join(a['variants'])}.",
-        f"Guest: {q['qemu_version']}, "
-        f"{r0.get('cpus', 2)} vCPUs, accelerator {'/'.join(accels)} "
-        f"({' '.join(q['accel']['args'])}"
-        + (f", guest {q['accel']['append']}" if q['accel'].get('append')
-           else "") + ")"
-        + (f", setting {q['accel']['setting']}" if q['accel'].get('setting')
-           else "") + ".",
-        f"Host CPU: {q['host_cpu']}.",
-        f"Boots per cell: up to {boots}; cyclictest -p 99, threads not "
-        f"pinned (affinity widened after start).",
-        f"Noise floor (idle scenario, baseline, p99): "
-        f"{fmt_us(a['noise_floor_us'])} us.",
-    ]
+    out = _wrap(f"Kernel: Linux {r0['kernel']['kernel_version']} (Debian "
+                f"linux-source-6.1), {kernel_setup()}; variants: "
+                f"{', '.join(a['variants'])}.", "  ")
+    out += _wrap(f"Guest: {q['qemu_version']}, {r0.get('cpus', 2)} vCPUs, "
+                 f"{' '.join(q['accel']['args'])}"
+                 + (f", guest {q['accel']['append']}"
+                    if q['accel'].get('append') else "") + ".", "  ")
+    out += _wrap(f"Host CPU: {q['host_cpu']}.", "  ")
+    out += _wrap("cyclictest -p 99 -m, threads free to move (affinity "
+                 "widened after start; samples before that dropped); a "
+                 "random phase per boot between the periodic loads and "
+                 "cyclictest (seed in run.json).", "  ")
+    for scen in a["scenarios"]:
+        r = next(x for x in runs if x["scenario"] == scen)
+        env = r.get("plan_env") or {}
+        out += _wrap(f"{scen}: {env.get('DURATION', '?')} s, cyclictest "
+                     f"{env.get('CYCLICTEST', '?')}; "
+                     + ("synthetic load (the softirq_load module)"
+                        if env.get("MODULE_ARGS") else "natural load")
+                     + ".", "    ")
+    return out
 
 
-def _verdict(c: dict) -> str:
-    vs = c.get("vs_baseline")
+def _summary(runs: list, a: dict) -> list:
+    boots = sorted({len(c["boots"]) for c in a["cells"].values()})
+    lines = [f"{len(a['variants'])} kernels x {len(a['scenarios'])} "
+             f"scenarios, {boots[0]}-{boots[-1]} boots per cell "
+             f"(the boot is the unit: one value per boot)."
+             if boots and boots[0] != boots[-1] else
+             f"{len(a['variants'])} kernels x {len(a['scenarios'])} "
+             f"scenarios, {boots[0] if boots else 0} boots per cell "
+             f"(the boot is the unit: one value per boot).",
+             "Medium: " + _medium(runs[0]) + "."]
+    holds = defaultdict(list)
+    for key, c in a["cells"].items():
+        vs = c.get("vs_baseline", {}).get("p99")
+        if vs and vs["shown"] in ("lower", "higher"):
+            scen, var = key.split("/")
+            holds[f"{var} {vs['shown']} p99"].append(scen)
+    lines.append("Holds: " + ("; ".join(f"{k} in {', '.join(v)}"
+                                       for k, v in holds.items())
+                              if holds else "no p99 verdict") + ".")
+    if a["withheld"]:
+        lines.append("Withheld (emulator): " + ", ".join(a["withheld"])
+                     + ".")
+    tally = defaultdict(int)
+    for c in a["cells"].values():
+        if "prediction" in c:
+            tally[c["prediction"]["outcome"]] += 1
+    if tally:
+        lines.append("Predictions: " + ", ".join(
+            f"{n} {k}" for k, n in sorted(tally.items())) + ".")
+    out = []
+    for line in lines:
+        out += _wrap(line, "  ")
+    return out
+
+
+def _cell_rows(a: dict, scen: str) -> list:
+    out = [f"  {'variant':<10}{'p99 per boot (us)':<31}"
+           f"{'>1ms':>6}{'missed':>8}  p99 vs base"]
+    for var in a["variants"]:
+        c = a["cells"].get(f"{scen}/{var}")
+        if not c or not c["boots"]:
+            out.append(f"  {var:<10}no finished run with free threads")
+            continue
+        pb = c["per_boot"]
+        vals = " ".join(fmt_us(v) for v in pb["p99"])
+        over = _median_pct(pb["over_1ms"])
+        missed = _median_pct(pb["missed"])
+        vs = c.get("vs_baseline", {}).get("p99")
+        word = _verdict_word(vs)
+        row = f"  {var:<10}{vals:<31}{over:>6}{missed:>8}  {word}".rstrip()
+        if len(row) > WIDTH or len(vals) > 30:
+            out.append(f"  {var:<10}{'':<31}{over:>6}{missed:>8}  "
+                       f"{word}".rstrip())
+            out += _wrap(vals, "      ")
+        else:
+            out.append(row)
+        if c["pinned_boots"]:
+            out.append(f"      boots {c['pinned_boots']} left out: "
+                       f"threads could not move")
+    return out
+
+
+def _median_pct(values: list) -> str:
+    v = [x for x in values if x == x]
+    return f"{100 * sorted(v)[len(v) // 2]:.1f}%" if v else "-"
+
+
+def _verdict_word(vs) -> str:
     if not vs:
         return ""
-    word = {"win": "WIN", "loss": "LOSS",
-            "too few boots": "1 boot"}.get(vs["verdict"], "same")
-    return f"x{vs['ratio']:.2f} {word}"
+    if vs["shown"] == "not enough boots":
+        return f"too few boots ({min(vs['boots'])})"
+    if vs["shown"] == "withheld":
+        return "withheld"
+    return f"{vs['shown']} x{vs['ratio']:.2f}"
+
+
+def _detail(a: dict, scen: str) -> list:
+    out = []
+    for var in a["variants"]:
+        vs = a["cells"].get(f"{scen}/{var}", {}).get("vs_baseline", {})
+        p = vs.get("p99")
+        if p and p["shown"] in ("lower", "higher"):
+            lo, hi = p["shift_interval"]
+            out += _wrap(f"{var}: p99 shift {fmt_us(p['shift'])} us "
+                         f"[{fmt_us(lo)}, {fmt_us(hi)}], "
+                         f"{stats.fmt_p(min(p['p_lower'], p['p_higher']))}"
+                         f", boots' spread {fmt_us(p['spread'])} us.",
+                         "    ")
+        pred = a["cells"].get(f"{scen}/{var}", {}).get("prediction")
+        if pred:
+            cmp = vs.get(pred["metric"], {})
+            out += _wrap(f"{var}: predicted {pred['metric']} "
+                         f"{pred['expected']} ({pred['why']}): "
+                         f"{pred['outcome']} ({cmp.get('shown', 'no data')})"
+                         f".", "    ")
+    return out
 
 
 def text_report(runs: list, a: dict, descriptions: dict) -> str:
-    out = ["softirq-rt lab: " + " vs ".join(a["variants"]), ""]
-    for line in _setup_lines(runs, a):
-        out += _wrap(line)
-    out += [""] + _wrap(
-        "A variant wins or loses against baseline on p99 only with at "
-        "least 2 boots per cell, when a one-sided Fisher exact test on "
-        "the share of samples above the midpoint of the two p99s "
-        "gives p < 0.01, the 95% bootstrap intervals over boots do not "
-        "overlap, and the difference exceeds the noise floor; otherwise "
-        "'same'. Probe runs whose triggers mostly missed are left out. "
-        "Latencies in microseconds.")
+    out = ["softirq-rt lab: " + " vs ".join(a["variants"]), "", "Summary"]
+    out += _summary(runs, a)
+    out += ["", "Setup"] + _setup_lines(runs, a, descriptions)
+    out += ["", "Rules"] + _wrap(
+        f"Verdicts compare per-boot values with baseline's: a one-sided "
+        f"exact permutation test of ranks (Mann-Whitney), p < "
+        f"{stats.ALPHA}; medians {stats.RATIO}x apart or more; and a "
+        f"Hodges-Lehmann shift larger than the larger boots' spread "
+        f"(interquartile range) of the two cells. At least "
+        f"{stats.MIN_BOOTS} boots per cell, else 'too few boots'. "
+        f"'withheld': the traces blame the emulator for the scenario's "
+        f"worst cases, or the shift is within the boots' spread. "
+        f">1ms and missed (periods cyclictest skipped, of those due) are "
+        f"medians over boots. Latencies in microseconds.", "  ")
     for scen in a["scenarios"]:
-        out += ["", f"{scen}: {descriptions.get(scen, '')}"[:WIDTH]]
-        out.append(f"  {'variant':<10}{'median':>7}{'p99':>7} "
-                   f"{'[95% CI]':<13}{'max':>7}{'>1ms':>7}  vs base")
-        for var in a["variants"]:
-            c = a["cells"].get(f"{scen}/{var}")
-            if not c:
-                out.append(f"  {var:<10}  no finished run")
-                continue
-            L = c["latency"]
-            ci = f"[{fmt_us(L['p99_ci'][0])}-{fmt_us(L['p99_ci'][1])}]"
-            out.append(f"  {var:<10}{fmt_us(L['median']):>7}"
-                       f"{fmt_us(L['p99']):>7} {ci:<13}"
-                       f"{fmt_us(L['max']):>7}"
-                       f"{L['over_1ms'] * 100:>6.1f}%  {_verdict(c)}")
-        probe_rows = [(v, a["cells"][f"{scen}/{v}"]["probe"])
-                      for v in a["variants"]
-                      if "probe" in a["cells"].get(f"{scen}/{v}", {})]
-        if probe_rows:
-            out.append("  probe, RT task woken inside the handler "
-                       "(wake-ups issued in time):")
-            for var, p in probe_rows:
-                out.append(f"  {var:<10}median {fmt_us(p['median_us'])}, "
-                           f"p99 {fmt_us(p['p99_us'])}, moved "
-                           f"{p['moved'] * 100:.0f}% "
-                           f"({p['valid']}/{p['samples']})")
-        cost = [(v, a["cells"][f"{scen}/{v}"]) for v in a["variants"]
-                if f"{scen}/{v}" in a["cells"]]
-        if any(c["metrics"] for _, c in cost):
-            out.append("  cost:")
-            for var, c in cost:
-                ms = ", ".join(f"{m} {d['value']:.1f}"
-                               for m, d in c["metrics"].items())
-                out += _wrap(f"{var}: {ms}, ksoftirqd "
-                             f"{c['ksoftirqd_cpu_percent']:.1f}% CPU",
-                             "  ")
-    out += ["", "Findings (significant and above the noise floor only):"]
-    found = False
-    for scen in a["scenarios"]:
-        for var in a["variants"]:
-            vs = a["cells"].get(f"{scen}/{var}", {}).get("vs_baseline")
-            if vs and vs["verdict"] in ("win", "loss"):
-                found = True
-                b = a["cells"][f"{scen}/baseline"]["latency"]["p99"]
-                v = a["cells"][f"{scen}/{var}"]["latency"]["p99"]
-                word = "wins" if vs["verdict"] == "win" else "loses"
-                p = vs["p_less" if vs["verdict"] == "win" else "p_greater"]
-                out += _wrap(f"- {var} {word} in {scen}: p99 "
-                             f"{fmt_us(b)} -> {fmt_us(v)} us (p={p:.1g}; "
-                             f"noise floor {fmt_us(vs['noise_floor_us'])} "
-                             f"us).", "")
-    if not found:
-        out.append("- none.")
-    out += report_traces.text(a.get("traces", {}), a["variants"],
-                              a["scenarios"])
+        out += [""] + _wrap(f"{scen}: {descriptions.get(scen, '')}", "  ")
+        out += _cell_rows(a, scen)
+        if scen in a["withheld"]:
+            out += _wrap(f"withheld: {a['withheld'][scen]}.", "    ")
+        out += _detail(a, scen)
+        out += report_traces.cause_lines(a.get("traces", {}),
+                                         a["variants"], scen)
+        out += _probe_rows(a, scen) + _cost_rows(a, scen)
+    if a.get("traces"):
+        out += [""] + _wrap("Causes of the worst cases and the tracing "
+                            "overhead, in full: report.md.")
     if a["failed"]:
         out += ["", "Failed runs (kept, not counted):"]
         for f in a["failed"]:
             out += _wrap(f"- {f['variant']} {f['scenario']} boot "
-                         f"{f['boot']}: {f['reason'].splitlines()[0]}", "")
-    return "\n".join(line[:WIDTH] for line in out) + "\n"
+                         f"{f['boot']}: {f['reason'].splitlines()[0]}", "  ")
+    too_long = [line for line in out if len(line) > WIDTH]
+    assert not too_long, f"report line over {WIDTH} columns: {too_long[0]}"
+    return "\n".join(out) + "\n"
+
+
+def _probe_rows(a: dict, scen: str) -> list:
+    rows = [(v, a["cells"][f"{scen}/{v}"]["probe"]) for v in a["variants"]
+            if "probe" in a["cells"].get(f"{scen}/{v}", {})]
+    if not rows:
+        return []
+    out = ["  probe, RT task woken inside the handler (wake-ups issued "
+           "in time):"]
+    for var, p in rows:
+        out.append(f"  {var:<10}median {fmt_us(p['median_us'])}, p99 "
+                   f"{fmt_us(p['p99_us'])}, moved {p['moved'] * 100:.0f}% "
+                   f"({p['valid']}/{p['samples']})")
+    return out
+
+
+def _cost_rows(a: dict, scen: str) -> list:
+    cells = [(v, a["cells"][f"{scen}/{v}"]) for v in a["variants"]
+             if f"{scen}/{v}" in a["cells"]]
+    metrics = sorted({m for _, c in cells for m in c["cost"]
+                      if m != "ksoftirqd_cpu_percent"})
+    if not metrics and scen != "cost":
+        return []
+    out = ["  cost, median over boots (verdict against baseline):"]
+    for var, c in cells:
+        parts = []
+        for m in metrics + ["ksoftirqd_cpu_percent"]:
+            v = [x for x in c["cost"].get(m, []) if x == x]
+            if not v:
+                continue
+            vs = c.get("vs_baseline", {}).get(m)
+            word = f" {_verdict_word(vs)}" if vs else ""
+            parts.append(f"{m} {sorted(v)[len(v) // 2]:.3g}{word}")
+        out += _wrap(f"{var}: " + ", ".join(parts), "  ")
+    return out
 
 
 def plots(runs: list, a: dict, out: Path) -> list:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import numpy as np
 
+    colors = {v: f"C{i}" for i, v in enumerate(a["variants"])}
     made = []
     for scen in a["scenarios"]:
-        ok = {var: [r["histogram"] for r in runs if r["status"] == "ok"
-                    and r["scenario"] == scen and r["variant"] == var]
-              for var in a["variants"]}
-        if not any(ok.values()):
+        ok = [r for r in runs if r["status"] == "ok"
+              and r["scenario"] == scen and r["histogram"]]
+        if not ok:
             continue            # every run failed: nothing to draw
-        fig, ax = plt.subplots(figsize=(6, 3.6))
-        for var, hists in ok.items():
-            if not hists:
-                continue
-            h = stats.pooled(hists)
-            keys = np.array(sorted(h), dtype=float)
-            cdf = np.cumsum([h[k] for k in sorted(h)]) / sum(h.values())
-            ax.step(np.maximum(keys, 1), cdf, where="post", label=var)
+        fig, ax = plt.subplots(figsize=(7, 4))
+        labelled = set()
+        for r in sorted(ok, key=lambda r: (r["variant"], r["boot"])):
+            h = r["histogram"]
+            keys = sorted(h)
+            total = sum(h.values())
+            above, left = [], total
+            for k in keys:
+                left -= h[k]
+                above.append(left / total)
+            var = r["variant"]
+            ax.step([max(k, 1) for k in keys], [max(x, 0.5 / total)
+                                                for x in above],
+                    where="post", color=colors[var], alpha=0.7, lw=1,
+                    label=None if var in labelled else var)
+            labelled.add(var)
         ax.set_xscale("log")
-        ax.set_xlabel("latency (us, log scale)")
-        ax.set_ylabel("fraction of samples")
-        ax.set_title(f"{scen}: cyclictest latency CDF")
+        ax.set_yscale("log")
+        ax.set_xlabel("latency (us)")
+        ax.set_ylabel("share of samples above")
+        ax.set_title(f"{scen}: one line per boot", fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend()
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
         fig.tight_layout()
-        name = f"cdf-{scen}.png"
+        name = f"survival-{scen}.png"
         fig.savefig(out / name, dpi=110)
         plt.close(fig)
         made.append(name)
 
     if not a["cells"]:
         return made
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, axes = plt.subplots(2, 1, figsize=(9, 7))
     width = 0.8 / max(1, len(a["variants"]))
-    for i, var in enumerate(a["variants"]):
-        for ax, metric in zip(axes, ("p99", "max")):
-            xs, ys, lo, hi = [], [], [], []
+    for ax, metric in zip(axes, ("p99", "max")):
+        for i, var in enumerate(a["variants"]):
+            xs, ys = [], []
             for j, scen in enumerate(a["scenarios"]):
                 c = a["cells"].get(f"{scen}/{var}")
-                if not c:
-                    continue
-                L = c["latency"]
-                xs.append(j + i * width)
-                ys.append(L[metric])
-                lo.append(L[metric] - L[metric + "_ci"][0])
-                hi.append(L[metric + "_ci"][1] - L[metric])
-            ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o", capsize=3,
-                        label=var)
-    for ax, metric in zip(axes, ("p99", "max")):
+                for v in (c["per_boot"][metric] if c else []):
+                    xs.append(j + i * width)
+                    ys.append(max(v, 1))
+            ax.plot(xs, ys, "o", ms=4, alpha=0.7, color=colors[var],
+                    label=var)
         ax.set_xticks([j + 0.4 - width / 2
                        for j in range(len(a["scenarios"]))])
-        ax.set_xticklabels(a["scenarios"], rotation=45, ha="right")
+        ax.set_xticklabels(a["scenarios"], rotation=30, ha="right",
+                           fontsize=8)
         ax.set_yscale("log")
-        ax.set_ylabel(f"{metric} latency (us)")
-        ax.set_title(f"{metric} with 95% interval over boots")
+        ax.set_ylabel(f"{metric} (us)")
+        ax.set_title(f"{metric}: one point per boot", fontsize=10)
         ax.grid(True, axis="y", which="both", alpha=0.3)
-    axes[0].legend()
+    axes[0].legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
     fig.tight_layout()
     fig.savefig(out / "tails.png", dpi=110)
     plt.close(fig)
@@ -279,14 +449,18 @@ def plots(runs: list, a: dict, out: Path) -> list:
     return made
 
 
-def markdown(text: str, images: list, command: str) -> str:
+def markdown(text: str, images: list, command: str,
+             trace_text: list = ()) -> str:
     timelines = [i for i in images if i.startswith("timeline-")]
     md = ["# softirq-rt lab report", "",
           f"Made with `{command}`; the raw results are in `data/`.", "",
           "```", text.rstrip(), "```", ""]
-    md += ["## Tail latency", "", "![p99 and max](tails.png)", ""]
-    md += ["## Latency CDF per scenario", ""]
-    md += [f"![{i}]({i})" for i in images if i.startswith("cdf-")]
+    if trace_text:
+        md += ["## Causes of the worst cases", "", "```",
+               *trace_text, "```", ""]
+    md += ["## Tail latency per boot", "", "![p99 and max](tails.png)", ""]
+    md += ["## Share of samples above a latency, per boot", ""]
+    md += [f"![{i}]({i})" for i in images if i.startswith("survival-")]
     if timelines:
         md += ["", "## Worst cases, from traces", "",
                "Each variant's worst captured sample per scenario: one row "
@@ -303,8 +477,9 @@ def markdown(text: str, images: list, command: str) -> str:
 def write(root: Path, out: Path, descriptions: dict, command: str,
           variants=None, scenarios=None) -> Path:
     runs = load(root, variants, scenarios)
-    a = analyse(runs)
-    a["traces"] = report_traces.analyse(runs)
+    traces = report_traces.analyse(runs)
+    a = analyse(runs, traces)
+    a["traces"] = traces
     out.mkdir(parents=True, exist_ok=True)
     (out / "data").mkdir(exist_ok=True)
     for r in runs:
@@ -315,7 +490,9 @@ def write(root: Path, out: Path, descriptions: dict, command: str,
     store.write_text(out / "report.txt", text)
     images = plots(runs, a, out) + report_traces.files(
         a["traces"], a["variants"], a["scenarios"], out)
-    store.write_text(out / "report.md", markdown(text, images, command))
+    store.write_text(out / "report.md", markdown(
+        text, images, command, report_traces.text(
+            traces, a["variants"], a["scenarios"])))
     return out
 
 

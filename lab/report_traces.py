@@ -47,7 +47,24 @@ def analyse(runs: list) -> dict:
     return out
 
 
+def cause_lines(t: dict, variants: list, scen: str) -> list:
+    """One line per cell: the cause of its worst traced wake-up."""
+    out = []
+    for var in variants:
+        c = t.get(f"{scen}/{var}")
+        if not c:
+            continue
+        if c["worst"]:
+            x = c["worst"][0]
+            why = f"{x['latency_us']} us, {x['cause']}"
+        else:
+            why = c["errors"][0] if c["errors"] else "no wake-up traced"
+        out += _wrap(f"worst traced, {var}: {why}", "    ")
+    return out
+
+
 def text(t: dict, variants: list, scenarios: list) -> list:
+    """The full cause table and the tracing overhead (for report.md)."""
     if not t:
         return []
     out = [""] + _wrap("Cause of the worst-case latency (traced run of "

@@ -7,26 +7,10 @@ import json
 import re
 from pathlib import Path
 
-from . import store, trace
+from . import cyclictest, stats, store, trace
+from .log import LabError
 
-USER_HZ = 100          # /proc/<pid>/stat times are in USER_HZ ticks
 VECTORS = trace.VECTORS          # softirq vectors, /proc/softirqs order
-
-
-def histogram(cyclictest_json: dict) -> dict:
-    """Latency histogram of all threads, {us: count}; samples beyond the
-    histogram's range (overflows) are counted at its last bucket + 1."""
-    merged = {}
-    for thread in cyclictest_json.get("thread", {}).values():
-        hist = {int(k): int(v) for k, v in thread.get("histogram",
-                                                       {}).items()}
-        for us, n in hist.items():
-            merged[us] = merged.get(us, 0) + n
-        over = int(thread.get("cycles", 0)) - sum(hist.values())
-        if over > 0:
-            edge = max(int(thread.get("max", 0)), 20000)
-            merged[edge] = merged.get(edge, 0) + over
-    return merged
 
 
 def softirqs(path: Path) -> dict:
@@ -39,11 +23,13 @@ def softirqs(path: Path) -> dict:
 
 
 def ksoftirqd_seconds(before: Path, after: Path) -> float:
+    """CPU time of all ksoftirqd threads between the two readings (the
+    guest saves nanoseconds from /proc/<pid>/schedstat)."""
     def read(p):
         return {a: int(b) for a, b in (line.split()
                 for line in p.read_text().splitlines() if line.strip())}
     b, a = read(before), read(after)
-    return sum(a[k] - b.get(k, 0) for k in a) / USER_HZ
+    return sum(a[k] - b.get(k, 0) for k in a) / 1e9
 
 
 METRIC_RE = re.compile(r"^metric (\w+) ([-0-9.e+]+) (.*)$")
@@ -92,6 +78,7 @@ def summarize(run_dir: Path) -> dict:
            "accel": record["qemu"]["accel"]["name"],
            "cpus": record.get("cpus", 2),
            "seconds": record.get("seconds", 0),
+           "plan_env": record.get("plan_env", {}),
            "kernel": record["kernel"], "qemu": record["qemu"]}
     if record["status"] != "ok":
         return out
@@ -99,8 +86,12 @@ def summarize(run_dir: Path) -> dict:
     duration = int(record.get("plan_env", {}).get("DURATION", 0)) or 1
     before, after = (softirqs(run_dir / f"softirqs-{w}")
                      for w in ("before", "after"))
+    kept = latency(run_dir, "cyclictest", ct, duration)
     out.update(
-        histogram=histogram(ct),
+        histogram=stats.histogram(kept["latencies"]),
+        boot_values=stats.boot_values(kept["latencies"], kept["threads"]),
+        cyclictest_threads=kept["threads"],
+        phase_seed=record.get("plan_env", {}).get("PHASE_SEED"),
         threads=ct.get("num_threads"),
         affinity=affinity(run_dir),
         softirqs={v: after.get(v, 0) - before.get(v, 0) for v in VECTORS},
@@ -112,6 +103,18 @@ def summarize(run_dir: Path) -> dict:
     traced = run_dir / "cyclictest-traced.json"
     if traced.is_file():
         over = int(record.get("plan_env", {}).get("TRACE") or 0)
-        out.update(traced_histogram=histogram(json.loads(traced.read_text())),
+        kept = latency(run_dir, "cyclictest-traced",
+                       json.loads(traced.read_text()), duration)
+        out.update(traced_histogram=stats.histogram(kept["latencies"]),
                    trace=trace.explain_run(run_dir, over))
     return out
+
+
+def latency(run_dir: Path, stem: str, ct: dict, duration: int) -> dict:
+    """The samples of one cyclictest run (lab/cyclictest.py)."""
+    out_file = run_dir / f"{stem}.out"
+    if not out_file.is_file():
+        raise LabError(f"{out_file}: missing; cyclictest's samples (-v) "
+                       f"are what the statistics read: run it again")
+    return cyclictest.measured(out_file, run_dir / f"{stem}-start.txt",
+                               ct, duration)

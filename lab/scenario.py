@@ -17,6 +17,7 @@ A scenario is data: adding one is adding a file.  Every mistake is
 reported with the file and line at fault, before anything starts.
 """
 import hashlib
+import random
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -67,8 +68,15 @@ class Scenario:
     def digest(self) -> str:
         return hashlib.sha256(self.path.read_bytes()).hexdigest()
 
-    def plan_env(self) -> dict:
-        """The guest plan's parameters (guest/plans/scenario.sh)."""
+    def plan_env(self, seed: int = None) -> dict:
+        """The guest plan's parameters (guest/plans/scenario.sh).
+
+        With a seed, the plan waits a random part of the module's period
+        (20 ms if none) after loading the module and again after starting
+        the background load, so that each boot samples another phase
+        between the periodic loads and cyclictest's interval instead of
+        repeating one (under -icount a boot is otherwise deterministic).
+        """
         env = {"DURATION": self.duration, "CYCLICTEST": self.cyclictest,
                "MODULE_ARGS": self.module, "DISK": self.disk,
                "PROBE_ARGS": self.probe,
@@ -77,6 +85,12 @@ class Scenario:
                "TRACE": self.trace or ""}
         for i, cmd in enumerate(self.background):
             env[f"BACKGROUND_{i}"] = cmd
+        if seed is not None:
+            rng = random.Random(seed)
+            period = int(dict(w.split("=", 1) for w in self.module.split())
+                         .get("period_us") or 20000)
+            env.update(PHASE_SEED=seed, PHASE_US=rng.randrange(period),
+                       BG_PHASE_US=rng.randrange(period))
         return env
 
 

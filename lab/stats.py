@@ -1,30 +1,39 @@
-"""Statistics of latency histograms, per cell and between variants.
+"""Statistics with the boot as the unit of replication.
 
-Latencies come as histograms ({us: count}) from cyclictest, one per boot.
-A cell (variant, scenario) pools its boots; confidence intervals come from
-a bootstrap over boots (boot-to-boot spread is the lab's biggest noise);
-a variant is compared with baseline by the ratio of percentiles and by a
-one-sided Fisher exact test on the tail: the share of samples above the
-midpoint of the two percentiles.  (A Mann-Whitney U test, used first,
-compares the bulk of the distributions: a variant that moves 6% of the
-samples from 5 ms to 30 us while its median rises by 2 us "loses" it.)
+Within one boot cyclictest's samples are not independent (a 5 ms handler
+every 20 ms makes every 20th sample late, in a pattern fixed by the
+phase between the two periods), so no test here treats samples as
+replicates.  Each boot gives one value per metric (p99, max, share over
+1 ms, missed periods, throughput...), a cell is its boots' values, and a
+variant is compared with baseline on those values:
+
+- a one-sided exact permutation test of the rank sums (Mann-Whitney with
+  ties as mid-ranks, every split enumerated), p < ALPHA;
+- the Hodges-Lehmann shift (median of all variant-minus-baseline
+  differences) with its distribution-free interval;
+- a practical effect: the medians differ by at least RATIO times, and the
+  shift is larger than the cell's own boot-to-boot spread (the larger
+  interquartile range of the two cells).
+
+All three must hold, with at least MIN_BOOTS boots on each side; with
+fewer the verdict is "not enough boots".  With 5 boots against 5 the
+smallest possible p is 1/252 = 0.004.
 """
+import itertools
+import math
+
 import numpy as np
 from scipy import stats as sps
 
-QUANTILES = {"min": 0.0, "median": 0.5, "p99": 0.99, "p99.9": 0.999,
-             "max": 1.0}
-ALPHA = 0.01           # significance level for calling a difference
-MIN_BOOTS = 2          # boot-to-boot spread is unknown from one boot
-BOOTSTRAP = 2000
-SEED = 20221116        # fixed: the same data gives the same report
+ALPHA = 0.01
+MIN_BOOTS = 5
+RATIO = 1.5
+LEVEL = 0.95            # the Hodges-Lehmann interval
+EXACT_LIMIT = 200_000   # splits enumerated; above, random ones (seeded)
+SEED = 20221116
 
 
-def _arrays(hist: dict):
-    keys = np.array(sorted(hist), dtype=float)
-    counts = np.array([hist[k] for k in sorted(hist)], dtype=float)
-    return keys, counts
-
+# Histograms ({us: count}): for plots and the tracing overhead.
 
 def pooled(hists: list) -> dict:
     out = {}
@@ -36,96 +45,157 @@ def pooled(hists: list) -> dict:
 
 def quantile(hist: dict, q: float) -> float:
     """Nearest-rank quantile of a histogram (q=0: min, q=1: max)."""
-    keys, counts = _arrays(hist)
-    if not counts.sum():
+    keys = sorted(hist)
+    total = sum(hist[k] for k in keys)
+    if not total:
         return float("nan")
-    if q <= 0:
-        return float(keys[0])
-    cum = np.cumsum(counts)
-    rank = np.ceil(q * cum[-1])
-    return float(keys[np.searchsorted(cum, rank)])
+    rank = max(1, math.ceil(q * total))
+    seen = 0
+    for k in keys:
+        seen += hist[k]
+        if seen >= rank:
+            return float(k)
+    return float(keys[-1])
 
 
 def share_over(hist: dict, us: float) -> float:
-    keys, counts = _arrays(hist)
-    return float(counts[keys > us].sum() / counts.sum()) if counts.sum() \
+    total = sum(hist.values())
+    return sum(v for k, v in hist.items() if k > us) / total if total \
         else float("nan")
 
 
-def bootstrap_ci(hists: list, q: float, level: float = 0.95):
-    """Interval of the pooled quantile when boots are resampled."""
-    if len(hists) < 2:
-        v = quantile(pooled(hists), q)
-        return (v, v)
-    keys = np.array(sorted(pooled(hists)), dtype=float)
-    index = {k: i for i, k in enumerate(keys)}
-    table = np.zeros((len(hists), len(keys)))
-    for row, h in enumerate(hists):
-        for k, v in h.items():
-            table[row, index[k]] = v
-    rng = np.random.default_rng(SEED)
-    picks = rng.integers(0, len(hists), (BOOTSTRAP, len(hists)))
-    # weights[i, b]: how often resample i drew boot b
-    weights = np.zeros((BOOTSTRAP, len(hists)))
-    np.add.at(weights, (np.arange(BOOTSTRAP)[:, None], picks), 1)
-    values = []
-    for chunk in np.array_split(weights, max(1, BOOTSTRAP // 200)):
-        cum = np.cumsum(chunk @ table, axis=1)       # resamples x keys
-        if q <= 0:
-            first = (cum > 0).argmax(axis=1)
-        else:
-            rank = np.ceil(q * cum[:, -1])[:, None]
-            first = (cum >= rank).argmax(axis=1)
-        values.extend(keys[first])
-    lo, hi = np.percentile(values, [(1 - level) / 2 * 100,
-                                    (1 + level) / 2 * 100])
-    return (float(lo), float(hi))
+def histogram(latencies) -> dict:
+    values, counts = np.unique(np.asarray(latencies, dtype=int),
+                               return_counts=True)
+    return {int(v): int(c) for v, c in zip(values, counts)}
 
 
-def cell(hists: list) -> dict:
-    """min, median, p99, p99.9, max with 95% intervals; tail shares."""
-    all_ = pooled(hists)
-    out = {"boots": len(hists), "samples": int(sum(all_.values()))}
-    for name, q in QUANTILES.items():
-        out[name] = quantile(all_, q)
-        out[name + "_ci"] = bootstrap_ci(hists, q)
-    out["over_1ms"] = share_over(all_, 1000)
-    out["over_100us"] = share_over(all_, 100)
+# One boot: its samples (sorted) give one value per latency metric.
+
+def nearest_rank(sorted_values: np.ndarray, q: float) -> float:
+    n = len(sorted_values)
+    if not n:
+        return float("nan")
+    return float(sorted_values[max(1, math.ceil(q * n)) - 1])
+
+
+# name: (how it is computed from the kept samples, unit, better when)
+LATENCY_METRICS = {
+    "p50": (lambda s: nearest_rank(s, 0.5), "us", "lower"),
+    "p99": (lambda s: nearest_rank(s, 0.99), "us", "lower"),
+    "p99.9": (lambda s: nearest_rank(s, 0.999), "us", "lower"),
+    "max": (lambda s: nearest_rank(s, 1.0), "us", "lower"),
+    "over_1ms": (lambda s: float(np.mean(s > 1000)) if len(s)
+                 else float("nan"), "share", "lower"),
+}
+
+
+def boot_values(latencies: np.ndarray, threads: dict) -> dict:
+    """Per-boot latency metrics, plus samples kept and missed periods."""
+    out = {name: f(latencies) for name, (f, _, _) in
+           LATENCY_METRICS.items()}
+    expected = sum(t["expected"] for t in threads.values())
+    missed = sum(t["missed"] for t in threads.values())
+    out["samples"] = int(len(latencies))
+    out["missed"] = missed / expected if expected else 0.0
     return out
 
 
-def compare(variant_hists: list, base_hists: list, noise_floor_us: float,
-            metric: str = "p99") -> dict:
-    """variant against baseline on one metric: ratio, p-values, verdict.
+# Two cells: verdicts on per-boot values.
 
-    A win needs at least MIN_BOOTS boots on each side and all three: the
-    one-sided Fisher exact test says fewer of the variant's samples lie
-    above the midpoint of the two values (p < ALPHA), the metric's 95%
-    intervals over boots do not overlap, and the difference exceeds the
-    noise floor.
+def spread(values) -> float:
+    """A cell's boot-to-boot spread: the interquartile range."""
+    v = np.asarray(values, dtype=float)
+    return float(np.subtract(*np.percentile(v, [75, 25]))) if len(v) \
+        else float("nan")
+
+
+def rank_test(x, y) -> tuple[float, float]:
+    """One-sided exact p-values that x tends lower / higher than y.
+
+    The statistic is x's rank sum in the pooled sample (mid-ranks for
+    ties); its null distribution comes from every split of the pooled
+    ranks into groups of len(x) and len(y).
     """
-    q = QUANTILES[metric]
-    v, b = (quantile(pooled(h), q) for h in (variant_hists, base_hists))
-    v_ci, b_ci = (bootstrap_ci(h, q) for h in (variant_hists, base_hists))
-    mid = (v + b) / 2
-    table = []
-    for h in (pooled(variant_hists), pooled(base_hists)):
-        n = sum(h.values())
-        over = n * share_over(h, mid)
-        table.append([round(over), round(n - over)])
-    p_less = float(sps.fisher_exact(table, alternative="less").pvalue)
-    p_greater = float(sps.fisher_exact(table, alternative="greater").pvalue)
-    diff = v - b
-    apart = v_ci[1] < b_ci[0] or v_ci[0] > b_ci[1]
-    verdict = "no difference"
-    if min(len(variant_hists), len(base_hists)) < MIN_BOOTS:
-        verdict = "too few boots"
-    elif apart and abs(diff) > noise_floor_us:
-        if diff < 0 and p_less < ALPHA:
-            verdict = "win"
-        elif diff > 0 and p_greater < ALPHA:
-            verdict = "loss"
-    return {"metric": metric, "ratio": v / b if b else float("nan"),
-            "diff_us": diff, "p_less": p_less, "p_greater": p_greater,
-            "intervals_apart": bool(apart), "noise_floor_us": noise_floor_us,
-            "verdict": verdict}
+    ranks = sps.rankdata(np.concatenate([x, y]))
+    n, total = len(x), len(x) + len(y)
+    observed = ranks[:n].sum()
+    if math.comb(total, n) <= EXACT_LIMIT:
+        sums = np.array([ranks[list(c)].sum()
+                         for c in itertools.combinations(range(total), n)])
+    else:
+        rng = np.random.default_rng(SEED)
+        sums = np.array([rng.permutation(ranks)[:n].sum()
+                         for _ in range(EXACT_LIMIT)])
+    eps = 1e-9
+    return (float(np.mean(sums <= observed + eps)),
+            float(np.mean(sums >= observed - eps)))
+
+
+def _u_null_counts(n: int, m: int) -> np.ndarray:
+    """How many splits give each Mann-Whitney U = 0..n*m (no ties)."""
+    # f[i][j][u]: arrangements of i x's and j y's with U = u
+    f = [[None] * (m + 1) for _ in range(n + 1)]
+    for i in range(n + 1):
+        for j in range(m + 1):
+            if i == 0 or j == 0:
+                f[i][j] = np.zeros(n * m + 1)
+                f[i][j][0] = 1
+                continue
+            a = np.zeros(n * m + 1)
+            a[j:] += f[i - 1][j][:n * m + 1 - j]   # largest is an x
+            a += f[i][j - 1]                        # largest is a y
+            f[i][j] = a
+    return f[n][m]
+
+
+def hodges_lehmann(x, y, level: float = LEVEL) -> tuple[float, tuple]:
+    """Shift of x against y and its distribution-free interval."""
+    d = np.sort(np.subtract.outer(np.asarray(x, float),
+                                  np.asarray(y, float)).ravel())
+    shift = float(np.median(d))
+    counts = _u_null_counts(len(x), len(y))
+    cdf = np.cumsum(counts) / counts.sum()
+    # k: the largest with P(U <= k-1) <= (1-level)/2; interval d[k-1],
+    # d[nm-k] (0-based), or the whole range when boots are too few.
+    k = int(np.searchsorted(cdf, (1 - level) / 2, side="right"))
+    if k < 1:
+        return shift, (float(d[0]), float(d[-1]))
+    return shift, (float(d[k - 1]), float(d[len(d) - k]))
+
+
+def compare(variant: list, base: list, better: str = "lower") -> dict:
+    """A variant's per-boot values against baseline's: test and verdict.
+
+    verdict: "lower", "higher" (than baseline), "n.s." or "not enough
+    boots"; whether lower is good is the metric's own (better).
+    """
+    v, b = np.asarray(variant, float), np.asarray(base, float)
+    v, b = v[~np.isnan(v)], b[~np.isnan(b)]
+    out = {"boots": [len(v), len(b)], "better": better}
+    if min(len(v), len(b)) < MIN_BOOTS:
+        return dict(out, verdict="not enough boots")
+    med_v, med_b = float(np.median(v)), float(np.median(b))
+    if med_b:
+        ratio = med_v / med_b
+    else:
+        ratio = 1.0 if not med_v else math.inf
+    p_lower, p_higher = rank_test(v, b)
+    shift, interval = hodges_lehmann(v, b)
+    noise = max(spread(v), spread(b))
+    large = (ratio >= RATIO or ratio <= 1 / RATIO) and abs(shift) > noise
+    verdict = "n.s."
+    if large and shift < 0 and p_lower < ALPHA:
+        verdict = "lower"
+    elif large and shift > 0 and p_higher < ALPHA:
+        verdict = "higher"
+    return dict(out, median=[med_v, med_b], ratio=ratio, shift=shift,
+                shift_interval=interval, spread=noise, p_lower=p_lower,
+                p_higher=p_higher, verdict=verdict)
+
+
+def fmt_p(p: float) -> str:
+    """p-values as a reader on the list expects them: never 'p=0'."""
+    if p < 0.001:
+        return "p < 0.001"
+    return f"p = {p:.3f}" if p < 0.01 else f"p = {p:.2f}"

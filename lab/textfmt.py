@@ -10,11 +10,13 @@ def fmt_us(v) -> str:
 
 
 def wrap(text: str, indent: str = "") -> list:
+    """Lines of at most WIDTH columns; continuation lines indented by two
+    more than the first, so a reader sees where an item ends."""
     words, lines, line = text.split(), [], indent
     for w in words:
         if len(line) + len(w) + 1 > WIDTH and line.strip():
             lines.append(line.rstrip())
-            line = indent
+            line = indent + "  "
         line += w + " "
     if line.strip():
         lines.append(line.rstrip())

@@ -45,6 +45,8 @@ HARD_IRQS = ("irq_handler", "local_timer", "reschedule",
 # that does is a vCPU the emulator did not run (README.md, "Fidelity").
 STALL_US = 500
 STALLED = "vCPU stalled in an interrupt"
+# Shares that mean the emulator did not run the vCPU (see _cause).
+EMULATOR = (STALLED, "no activity")
 WAKEUP = re.compile(r"(?P<comm>.+?):(?P<pid>\d+) \[-?\d+\]"
                     r"(?: success=\d+)? CPU:(?P<target_cpu>\d+)")
 
@@ -197,18 +199,28 @@ def occupancy(events: list, cpu: int, t0: float, t1: float,
 
 def wakeups(events: list) -> list:
     """(waking event, switch-in event, latency us) of every wake-up of a
-    real-time cyclictest thread after the affinity marker."""
+    real-time cyclictest thread after the affinity marker.
+
+    A thread woken while it is still current (its timer fired before it
+    had switched out) gets sched_waking and no switch-in: it runs on at
+    once, so that wake-up opens no window; otherwise it would stay
+    pending and merge with the next period's wake-up.
+    """
     start = next((e.ts for e in events if e.name == "print"
                   and WIDENED in e.args.get("text", "")), None)
     if start is None:
         raise LabError("no 'lab: affinity widened' marker in the trace")
-    pending, out = {}, []
+    pending, out, current = {}, [], {}
     for e in events:
+        if e.name == "sched_switch":
+            current[e.cpu] = _pid(e.args, "next_pid")
         if e.ts < start:
             continue
         if e.name == "sched_waking" and e.args.get("comm") == "cyclictest" \
                 and _pid(e.args, "prio") < RT_PRIO:
-            pending.setdefault(_pid(e.args), e)
+            pid = _pid(e.args)
+            if pid not in current.values():
+                pending.setdefault(pid, e)
         elif e.name == "sched_switch":
             w = pending.pop(_pid(e.args, "next_pid"), None)
             if w:
@@ -238,7 +250,8 @@ def explain(events: list, waking: Event, run: Event) -> dict:
                          for e in moves],
             "cpus": {str(c): {k: round(v, 1) for k, v in sorted(
                 where[c].items(), key=lambda kv: -kv[1])} for c in cpus},
-            "cause": _cause(top, cpu_run)}
+            "cause": _cause(top, cpu_run),
+            "emulator": top[0] in EMULATOR}
 
 
 def _cause(top: tuple, cpu: int) -> str:

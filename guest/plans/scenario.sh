@@ -1,11 +1,13 @@
 # Scenario plan (one run of a scenario; see lab/scenario.py for the file
 # format).  Parameters from the host: DURATION, CYCLICTEST, MODULE_ARGS,
 # DISK, NBACKGROUND and BACKGROUND_0.., PROBE_ARGS, PROBE_MODULE_ARGS,
-# TRACE (non-empty: a trace phase).
-# Writes into $LAB: cyclictest.json (with histograms), affinity.txt,
+# TRACE (non-empty: a trace phase), PHASE_US and BG_PHASE_US (waits that
+# give each boot its own phase between the periodic loads, lab/scenario.py).
+# Writes into $LAB: cyclictest.json (with histograms), cyclictest.out
+# (every sample, -v), cyclictest-start.txt, affinity.txt,
 # softirqs-before/after, ksoftirqd-before/after, bg-N.log, module-stats,
-# probe.jsonl, measurements; with TRACE also cyclictest-traced.json and
-# trace.dat.
+# probe.jsonl, measurements; with TRACE also the same cyclictest files
+# named cyclictest-traced.* and trace.dat.
 set -e
 KO=/lib/modules/softirq_load.ko
 # With a trace phase the load runs on through a second DURATION.
@@ -20,15 +22,14 @@ EVENTS="-e irq:softirq_raise -e irq:softirq_entry -e irq:softirq_exit
 -e irq_vectors:call_function_single_entry
 -e irq_vectors:call_function_single_exit"
 
-# utime + stime, in clock ticks, of every ksoftirqd thread
-ksoftirqd_ticks() {
+# Nanoseconds on a CPU of every ksoftirqd thread (schedstat's first field)
+ksoftirqd_ns() {
 	for d in /proc/[0-9]*; do
 		read -r comm < "$d/comm" 2>/dev/null || continue
 		case "$comm" in
 		ksoftirqd/*)
-			# fields 14 and 15 of stat, after the "(comm)" field
-			set -- $(sed 's/.*) //' "$d/stat")
-			echo "$comm $((${12} + ${13}))" ;;
+			read -r ns _ < "$d/schedstat"
+			echo "$comm $ns" ;;
 		esac
 	done
 }
@@ -39,9 +40,10 @@ if [ "$DISK" != 0 ]; then
 	mount -t ext4 /dev/vda /mnt/disk
 fi
 [ -z "$MODULE_ARGS" ] || insmod $KO $MODULE_ARGS
+[ -z "$PHASE_US" ] || usleep "$PHASE_US"
 
 cat /proc/softirqs > "$LAB/softirqs-before"
-ksoftirqd_ticks > "$LAB/ksoftirqd-before"
+ksoftirqd_ns > "$LAB/ksoftirqd-before"
 
 i=0
 bg=""
@@ -51,15 +53,18 @@ while [ "$i" -lt "$NBACKGROUND" ]; do
 	bg="$bg $!"
 	i=$((i + 1))
 done
+[ -z "$BG_PHASE_US" ] || usleep "$BG_PHASE_US"
 
-# cyclictest for $1 seconds with extra options $3, JSON to $2; prints its
-# pid's thread ids with their allowed CPUs.  Threads are never pinned:
+# cyclictest for $1 seconds, every sample printed (-v) to
+# /tmp/cyclictest.out, JSON to $2; prints its pid's thread ids with their
+# allowed CPUs, and writes to $3 how many samples each thread had
+# printed when they were set free (lab/cyclictest.py drops those).  Threads are never pinned:
 # Debian's cyclictest 2.4 pins each thread to a CPU even without -a,
 # which hides the placement effect under test, so every thread's
 # affinity is widened as soon as the threads exist.
 run_cyclictest() {
 	# shellcheck disable=SC2086
-	cyclictest $CYCLICTEST -m -q -D "$1" -h 20000 $3 \
+	cyclictest $CYCLICTEST -m -q -v -D "$1" -h 20000 \
 		--json="$2" > /tmp/cyclictest.out 2>&1 &
 	ct=$!
 	# Few forks while cyclictest starts: in single-threaded TCG and under
@@ -82,6 +87,8 @@ run_cyclictest() {
 	# lab/trace.py explains only wake-ups after this point
 	echo "lab: affinity widened" 2> /dev/null \
 		> /sys/kernel/tracing/trace_marker || true
+	awk -F: 'NF == 3 { n[$1 + 0]++ } END { for (t in n) print t, n[t] }' \
+		/tmp/cyclictest.out > "$3"
 	wait $ct || true
 }
 
@@ -98,10 +105,11 @@ latency_measurements() {
 	}' /tmp/cyclictest.out
 }
 
-run_cyclictest "$MEASURE" /tmp/cyclictest.json "" > "$LAB/affinity.txt"
-cp /tmp/cyclictest.json "$LAB/cyclictest.json"
+run_cyclictest "$MEASURE" /tmp/cyclictest.json /tmp/cyclictest-start.txt \
+	> "$LAB/affinity.txt"
+cp /tmp/cyclictest.json /tmp/cyclictest.out /tmp/cyclictest-start.txt "$LAB/"
 latency_measurements cyclictest > /tmp/measurements
-ksoftirqd_ticks > "$LAB/ksoftirqd-after"
+ksoftirqd_ns > "$LAB/ksoftirqd-after"
 cat /proc/softirqs > "$LAB/softirqs-after"
 
 # Trace phase, same load: cyclictest again, as long as the measurement,
@@ -112,9 +120,12 @@ cat /proc/softirqs > "$LAB/softirqs-after"
 if [ -n "$TRACE" ]; then
 	# shellcheck disable=SC2086
 	trace-cmd start -b 8192 $EVENTS > /dev/null
-	run_cyclictest "$MEASURE" /tmp/traced.json "" > /dev/null
+	run_cyclictest "$MEASURE" /tmp/traced.json /tmp/traced-start.txt \
+		> /dev/null
 	trace-cmd stop > /dev/null
 	cp /tmp/traced.json "$LAB/cyclictest-traced.json"
+	cp /tmp/cyclictest.out "$LAB/cyclictest-traced.out"
+	cp /tmp/traced-start.txt "$LAB/cyclictest-traced-start.txt"
 	latency_measurements cyclictest-traced >> /tmp/measurements
 	trace-cmd extract -o /tmp/trace.dat > /dev/null 2>&1
 	cp /tmp/trace.dat "$LAB/trace.dat"

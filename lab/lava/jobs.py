@@ -119,7 +119,7 @@ def definition(cell, built, initrd: Path, accel: qemu.Accel,
     if scen.disk and not is_qemu(template):
         raise LabError(f"scenario {scen.name} needs a scratch disk, which "
                        f"only the qemu device type provides ({template})")
-    plan_text = boot.plan_script(matrix.PLAN, scen.plan_env())
+    plan_text = boot.plan_script(matrix.PLAN, cell.plan_env())
     key = f"{cell.variant.name}-{scen.name}-boot{cell.boot}"
     digest = hashlib.sha256(plan_text.encode()).hexdigest()[:12]
     kernel_url = artifacts.publish(f"bzImage-{built.meta['hash'][:16]}",

@@ -78,7 +78,7 @@ def submit(cell, built, initrd: Path, accel, root: Path,
     machine = {"command": "", "accel": accel.as_dict(),
                "qemu_version": "", "host_cpu": "LAVA worker",
                "host_boot_id": ""}
-    record = boot.provenance(built, matrix.PLAN, cell.scenario.plan_env(),
+    record = boot.provenance(built, matrix.PLAN, cell.plan_env(),
                              2, machine, matrix.cell_context(cell))
     record["lava"] = {"server": opts.server.url, "job": job,
                       "url": opts.server.job_url(job),

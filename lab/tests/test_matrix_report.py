@@ -27,18 +27,18 @@ def fake_run(root, variant, scen, boot, lo, hi, status="ok", seed=0):
     d = root / variant / scen / f"boot-{boot}"
     d.mkdir(parents=True)
     rng = random.Random(seed)
-    hist = {}
-    for _ in range(2000):
-        us = rng.randint(lo, hi)
-        hist[str(us)] = hist.get(str(us), 0) + 1
+    (d / "cyclictest.out").write_text("Thread 0 Interval: 1000\n" + "".join(
+        f"{0:8d}:{i:8d}:{rng.randint(lo, hi):8d}\n" for i in range(2000)))
+    (d / "cyclictest-start.txt").write_text("0 10\n")
     (d / "cyclictest.json").write_text(json.dumps(
-        {"num_threads": 1, "thread": {"0": {
-            "histogram": hist, "cycles": 2000, "max": hi}}}))
+        {"num_threads": 1, "thread": {"0": {"cycles": 2000, "max": hi}}}))
     (d / "affinity.txt").write_text("41 0-1\n42 0-1\n")
     (d / "softirqs-before").write_text(SOFTIRQS.format(t=10, b=0))
     (d / "softirqs-after").write_text(SOFTIRQS.format(t=60, b=700))
-    (d / "ksoftirqd-before").write_text("ksoftirqd/0 10\nksoftirqd/1 0\n")
-    (d / "ksoftirqd-after").write_text("ksoftirqd/0 40\nksoftirqd/1 0\n")
+    (d / "ksoftirqd-before").write_text("ksoftirqd/0 100000000\n"
+                                        "ksoftirqd/1 0\n")
+    (d / "ksoftirqd-after").write_text("ksoftirqd/0 400000000\n"
+                                       "ksoftirqd/1 0\n")
     (d / "bg-0.log").write_text("noise\nmetric block_read_mb_s 123 MB/s\n")
     if scen == "long":
         samples = [{"i": i, "latency_us": 300 if i % 2 else 4000,
@@ -52,7 +52,8 @@ def fake_run(root, variant, scen, boot, lo, hi, status="ok", seed=0):
         "variant": variant, "status": status, "boot": boot,
         "reason": "" if status == "ok" else "guest hung: watchdog",
         "scenario": {"name": scen, "digest": "d"},
-        "plan_env": {"DURATION": 15},
+        "plan_env": {"DURATION": 2, "CYCLICTEST": "-t 1 -p 99 -i 1000",
+                     "PHASE_SEED": seed},
         "kernel": {"hash": "h", "kernel_version": "6.1.192"},
         "qemu": {"accel": {"name": "tcg", "args": ["-accel", "tcg"],
                            "reason": "test"},
@@ -123,34 +124,63 @@ def test_run_resumes_and_redoes_only_unfinished_cells(tmp_path,
 
 def test_report_from_run_folders(tmp_path):
     root = tmp_path / "res"
-    for boot in (1, 2):
+    for boot in range(1, 6):
         fake_run(root, "baseline", "idle", boot, 50, 300, seed=boot)
         fake_run(root, "better", "idle", boot, 50, 300, seed=10 + boot)
         fake_run(root, "baseline", "long", boot, 1000, 5000, seed=boot)
         fake_run(root, "better", "long", boot, 60, 400, seed=20 + boot)
-    fake_run(root, "better", "long", 3, 0, 0, status="failed")
+    fake_run(root, "better", "long", 6, 0, 0, status="failed")
+    pinned = fake_run(root, "better", "idle", 6, 50, 300, seed=99)
+    (pinned / "affinity.txt").write_text("41 0\n42 0\n")
     out = report.write(root, tmp_path / "rep", {"long": "a long handler"},
                        "make lab")
     text = (out / "report.txt").read_text()
-    assert all(len(line) <= 72 for line in text.splitlines())
+    lines = text.splitlines()
+    assert all(len(line) <= 72 for line in lines)
+    # the summary comes first, at most 10 lines, and says what holds
+    assert lines[2] == "Summary"
+    summary = lines[3:lines.index("")] if "" in lines[3:] else []
+    summary = lines[3:3 + lines[3:].index("")]
+    assert 2 <= len(summary) <= 10
+    assert "Holds: better lower p99 in long." in " ".join(
+        x.strip() for x in summary)
     assert "long: a long handler" in text
-    assert re.search(r"Noise floor \(idle scenario, baseline, p99\): 29\d us", text)
-    assert "better wins in long" in text
-    assert "better idle" not in text.split("Findings")[1]
     assert "guest hung: watchdog" in text          # failed run listed
-    assert "block_read_mb_s 123.0" in text
-    assert "ksoftirqd 2.0% CPU" in text            # 30 ticks over 15 s
+    assert "block_read_mb_s 123" in text
+    assert "ksoftirqd_cpu_percent 15" in text      # 0.3 s over 2 s
+    assert "boots [6] left out: threads could not move" in text
+    assert not re.search(r"p = 0(\.0+)?(?![.\d])", text)
     # 8 of 10 wake-ups in time per boot, half of them moved
-    assert "median 4000, p99 4000, moved 50% (16/20)" in text
+    assert "median 4000, p99 4000, moved 50% (40/50)" in text
     a = json.loads((out / "data" / "analysis.json").read_text())
-    assert a["cells"]["long/better"]["vs_baseline"]["verdict"] == "win"
-    assert a["cells"]["idle/better"]["vs_baseline"]["verdict"] == \
-        "no difference"
+    long_vs = a["cells"]["long/better"]["vs_baseline"]
+    assert long_vs["p99"]["verdict"] == "lower"
+    assert long_vs["p99"]["p_lower"] == pytest.approx(1 / 252)
+    assert a["cells"]["idle/better"]["vs_baseline"]["p99"]["verdict"] == \
+        "n.s."
+    assert a["cells"]["idle/better"]["boots"] == [1, 2, 3, 4, 5]
     assert a["cells"]["long/baseline"]["softirqs"]["BLOCK"] == 700
-    assert len(list((out / "data").glob("*-boot*.json"))) == 9
-    for png in ("tails.png", "cdf-idle.png", "cdf-long.png"):
+    # every per-boot value in analysis.json is in that boot's data file
+    data = json.loads((out / "data" / "better-long-boot3.json").read_text())
+    assert data["boot_values"]["p99"] == \
+        a["cells"]["long/better"]["per_boot"]["p99"][2]
+    assert len(list((out / "data").glob("*-boot*.json"))) == 22
+    for png in ("tails.png", "survival-idle.png", "survival-long.png"):
         assert (out / png).stat().st_size > 1000
     assert "![p99 and max](tails.png)" in (out / "report.md").read_text()
+
+
+def test_withheld_when_the_traces_blame_the_emulator():
+    traces = {"busy/better": {"worst": [{"emulator": True},
+                                        {"emulator": True},
+                                        {"emulator": False}]}}
+    why = report.emulator_blamed(traces, "busy", ["baseline", "better"])
+    assert why.startswith("emulator: 2 of better's 3 worst")
+    assert report.emulator_blamed(traces, "idle", ["better"]) == ""
+    cmp = {"verdict": "lower", "p_lower": 0.004, "p_higher": 1,
+           "shift": -100, "spread": 10}
+    assert report.shown_verdict(cmp, why) == "withheld"
+    assert report.shown_verdict(cmp, "") == "lower"
 
 
 def test_compare_without_results_is_a_clear_error(tmp_path):

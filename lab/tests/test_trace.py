@@ -48,6 +48,22 @@ PLACED_IDLE = WIDENED.format(ts="9.000000") + """\
 """
 
 
+# The thread's timer fires while it is still current (no switch-out yet):
+# that wake-up is not a window; the next period's is, on its own.
+STILL_RUNNING = WIDENED.format(ts="19.000000") + """\
+          <idle>-0     [000]    19.500000: sched_switch:         swapper/0:0 [120] R ==> cyclictest:500 [0]
+      cyclictest-500   [000]    20.000000: sched_waking:         comm=cyclictest pid=500 prio=0 target_cpu=000
+      cyclictest-500   [000]    20.000100: sched_switch:         cyclictest:500 [0] S ==> swapper/0:0 [120]
+          <idle>-0     [000]    20.001000: sched_waking:         comm=cyclictest pid=500 prio=0 target_cpu=000
+          <idle>-0     [000]    20.001030: sched_switch:         swapper/0:0 [120] R ==> cyclictest:500 [0]
+"""
+
+
+def test_a_wakeup_of_a_running_task_is_not_merged_with_the_next():
+    found = trace.wakeups(trace.parse(STILL_RUNNING))
+    assert [w[2] for w in found] == [30]
+
+
 def worst(text):
     events = trace.parse(text)
     w, r, _ = max(trace.wakeups(events), key=lambda w: w[2])
@@ -125,20 +141,28 @@ def test_report_explains_each_cells_worst_case(tmp_path):
         fake_run(root, "baseline", "idle", boot, 50, 300, seed=boot)
         d = fake_run(root, "baseline", "long", boot, 1000, 5000, seed=boot)
         (d / "cyclictest-traced.json").write_text(json.dumps(
-            {"thread": {"0": {"histogram": {"1200": 90, "5500": 10}}}}))
+            {"thread": {"0": {"cycles": 100}}}))
+        (d / "cyclictest-traced.out").write_text(
+            "Thread 0 Interval: 1000\n" + "".join(
+                f"0: {i}: {5500 if i % 10 == 0 else 1200}\n"
+                for i in range(150)))
         (d / "trace.dat").write_bytes(b"")
         (d / "trace.txt").write_text(LONG_BLOCK)
         later = time.time() + 10
         os.utime(d / "trace.txt", (later, later))
         store.write_json(d / "run.json", dict(
             store.read_json(d / "run.json"), plan_env={
-                "DURATION": 15, "TRACE": 1000}))
+                "DURATION": 2, "TRACE": 1000}))
     out = report.write(root, tmp_path / "rep", {}, "make lab")
-    text = (out / "report.txt").read_text()
-    assert "Cause of the worst-case latency" in text
-    assert "baseline: 2 of 2 wake-ups over 1000 us; worst:" in text
-    assert "2915 us: BLOCK softirq on CPU0, the task's CPU" in text
-    assert re.search(r"long/baseline\s+\d+\s+5500\s+\d\.\d\d", text)
+    text = " ".join((out / "report.txt").read_text().split())
+    # report.txt: one line per cell; report.md: the whole table
+    assert "worst traced, baseline: 2915 us, BLOCK softirq on CPU0, the " \
+           "task's CPU" in text
+    md = (out / "report.md").read_text()
+    assert "Cause of the worst-case latency" in md
+    assert "baseline: 2 of 2 wake-ups over 1000 us; worst:" in md
+    assert "2915 us: BLOCK softirq on CPU0, the task's CPU" in md
+    assert re.search(r"long/baseline\s+\d+\s+5500\s+\d\.\d\d", md)
     assert (out / "timeline-long.png").stat().st_size > 1000
     assert (out / "data" / "trace-long-baseline.dat").is_file()
     json.loads((out / "data" / "trace-long-baseline.json").read_text())

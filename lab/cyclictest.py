@@ -1,0 +1,76 @@
+"""cyclictest's own samples, per thread, from the moment they could move.
+
+The guest runs cyclictest with -v, which prints every sample as
+"thread: cycle: latency" (microseconds), and, once it has widened the
+threads' affinity, saves how many samples each thread had printed by
+then (`<stem>-start.txt`).  Samples up to that point were taken while the
+threads were still pinned and the plan still forked on the other vCPU,
+so they are dropped, plus MARGIN_US more: cyclictest prints from its
+main loop every 10 ms, so the count lags the samples taken.
+
+Missed periods: cyclictest skips the periods it overslept instead of
+recording them, so a thread that lost 5 ms every 20 ms records about a
+fifth fewer samples.  They are counted per thread, from the run's
+duration and the thread's interval, and reported beside the latencies.
+"""
+import re
+from pathlib import Path
+
+import numpy as np
+
+SAMPLE = re.compile(r"^\s*(\d+):\s+(\d+):\s+(-?\d+)\s*$")
+INTERVAL = re.compile(r"^Thread (\d+) Interval: (\d+)")
+MARGIN_US = 50_000
+
+
+def parse(text: str) -> tuple[dict, dict]:
+    """({thread: [latency, ...] in cycle order}, {thread: interval_us})."""
+    samples, intervals = {}, {}
+    for line in text.splitlines():
+        m = SAMPLE.match(line)
+        if m:
+            samples.setdefault(int(m.group(1)), []).append(int(m.group(3)))
+            continue
+        m = INTERVAL.match(line)
+        if m:
+            intervals[int(m.group(1))] = int(m.group(2))
+    return samples, intervals
+
+
+def start_counts(path: Path) -> dict:
+    """{thread: samples printed when the threads were set free}."""
+    if not path.is_file():
+        return {}
+    out = {}
+    for line in path.read_text().splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0].isdigit() and parts[1].isdigit():
+            out[int(parts[0])] = int(parts[1])
+    return out
+
+
+def measured(out_file: Path, start_file: Path, ct_json: dict,
+             duration_s: float) -> dict:
+    """Every thread's samples after the start, and its missed periods.
+
+    Returns {"latencies": sorted array of all threads' kept samples,
+    "threads": {thread: {interval_us, expected, cycles, missed, dropped,
+    kept}}}.  expected is duration / interval; cycles is cyclictest's
+    own count (its JSON), which the printed samples may trail by a few.
+    """
+    samples, intervals = parse(out_file.read_text(errors="replace"))
+    started = start_counts(start_file)
+    kept, threads = [], {}
+    for t, values in sorted(samples.items()):
+        interval = intervals.get(t, 0)
+        margin = MARGIN_US // interval if interval else 0
+        drop = min(len(values), started.get(t, 0) + margin)
+        kept.extend(values[drop:])
+        cycles = int(ct_json.get("thread", {}).get(str(t), {}).get(
+            "cycles", len(values)))
+        expected = int(duration_s * 1e6 // interval) if interval else cycles
+        threads[t] = {"interval_us": interval, "expected": expected,
+                      "cycles": cycles, "missed": max(0, expected - cycles),
+                      "dropped": drop, "kept": len(values) - drop}
+    return {"latencies": np.sort(np.array(kept, dtype=float)),
+            "threads": threads}
