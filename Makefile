@@ -3,7 +3,8 @@
 PY ?= /usr/bin/python3
 VARIANTS ?=
 SCENARIOS ?=
-BOOTS ?= 2
+BOOTS ?= 5
+JOBS ?= $(shell nproc)
 NAME ?= lab
 LAB = $(PY) -m lab
 MATRIX = --variants "$(VARIANTS)" --scenarios "$(SCENARIOS)" --name "$(NAME)"
@@ -41,6 +42,7 @@ help:
 	@echo "make deps      install the Debian packages the lab needs"
 	@echo "make lava-local  start a LAVA instance on this machine"
 	@echo "VARIANTS=a,b SCENARIOS=x,y BOOTS=n narrow the matrix; NAME=n"
+	@echo "JOBS=n guests at once (default: the host's cores)"
 	@echo "names the report folder reports/<date>-<n>; RUNNER=lava"
 	@echo "LAVA_IDENTITY=i runs it through LAVA (README.md, LAVA)"
 
@@ -68,7 +70,7 @@ accel: deps
 # The main job: build, run every (variant, scenario, boot) not yet run,
 # then write reports/<date>-$(NAME)/.  Stopped, it resumes where it was.
 lab: deps
-	@$(LAB) run $(MATRIX) --boots $(BOOTS) $(RUNNER_OPTS)
+	@$(LAB) run $(MATRIX) --boots $(BOOTS) --jobs $(JOBS) $(RUNNER_OPTS)
 
 compare: deps
 	@$(LAB) compare $(MATRIX) --runner $(RUNNER)

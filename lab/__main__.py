@@ -1,13 +1,14 @@
 """Command line: python3 -m lab <command> (see `python3 -m lab -h`)."""
 import argparse
 import dataclasses
+import os
 import signal
 import sys
 
 from pathlib import Path
 
 from . import (boot, build, fidelity, guestbuild, health, matrix, paths,
-               qemu, report, scenario, settings, variants)
+               qemu, report, scenario, settings, stats, variants)
 from .log import LabError, info
 
 
@@ -57,7 +58,7 @@ def cmd_run(args) -> int:
         lava = runner.Options(args.lava_uri, args.lava_identity,
                               args.lava_template, args.lava_device_type,
                               args.lava_artifacts, args.lava_artifacts_url)
-    matrix.run(chosen, scens, args.boots, root, lava=lava)
+    matrix.run(chosen, scens, args.boots, root, lava=lava, jobs=args.jobs)
     return _report(args, root, [v.name for v in chosen],
                    [s.name for s in scens])
 
@@ -107,8 +108,8 @@ def cmd_fidelity(args) -> int:
 def _report(args, root, names, scens) -> int:
     out = Path(args.out) if args.out else report.default_folder(args.name)
     descriptions = {s.name: s.description for s in scenario.discover()}
-    command = _command(args, "variants", "scenarios", "boots", "results",
-                       "name")
+    command = _command(args, "variants", "scenarios", "boots", "jobs",
+                       "results", "name")
     report.write(root, out, descriptions, command, names, scens)
     print((out / "report.txt").read_text(), end="")
     info(f"report: {out}/report.txt, {out}/report.md")
@@ -162,7 +163,12 @@ def parse_args(argv):
 
     r = with_matrix(sub.add_parser(
         "run", help="run the matrix (resumable), then write the report"))
-    r.add_argument("--boots", type=int, default=2)
+    r.add_argument("--boots", type=positive, default=stats.MIN_BOOTS,
+                   help="boots per cell (default %(default)s: the fewest "
+                   "that give a verdict)")
+    r.add_argument("--jobs", type=positive, default=os.cpu_count() or 1,
+                   help="guests run at once (default: the host's cores, "
+                   "%(default)s)")
     with_runner(r)
     lv = r.add_argument_group("LAVA (with --runner lava; README.md, LAVA)")
     lv.add_argument("--lava-uri", default="",
@@ -195,7 +201,7 @@ def parse_args(argv):
     f.add_argument("--settings", default="",
                    help="comma-separated names (default: all): " +
                    ", ".join(s.name for s in settings.SETTINGS))
-    f.add_argument("--boots", type=int, default=5)
+    f.add_argument("--boots", type=positive, default=5)
     f.add_argument("--table-only", action="store_true",
                    help="write the table from existing runs only")
     f.set_defaults(func=cmd_fidelity, name="fidelity")
@@ -208,6 +214,18 @@ def parse_args(argv):
     ll.add_argument("action", choices=("up", "down"))
     ll.set_defaults(func=cmd_lava_local)
     return p.parse_args(argv)
+
+
+def positive(text: str) -> int:
+    """argparse type: a whole number of at least 1."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number "
+                                         f"of at least 1")
+    return n
 
 
 def _stop(signum, frame):

@@ -11,8 +11,10 @@ results folder never mixes settings.
 """
 import errno
 import secrets
+import threading
 import shutil
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,6 +35,11 @@ def results_root(runner: str = "local") -> Path:
                               else f"results-{runner}")
 
 
+# The report explains worst cases from the first boot's trace phase; a
+# trace phase in every boot doubled the run time for no finding.
+TRACED_BOOTS = 1
+
+
 @dataclass
 class Cell:
     variant: object       # variants.Variant
@@ -41,8 +48,19 @@ class Cell:
     # Drawn anew for every run (a redone run too), recorded in run.json.
     seed: int = field(default_factory=lambda: secrets.randbits(32))
 
+    @property
+    def traced(self) -> bool:
+        return bool(self.scenario.trace) and self.boot <= TRACED_BOOTS
+
     def plan_env(self) -> dict:
-        return self.scenario.plan_env(self.seed)
+        return self.scenario.plan_env(self.seed, self.traced)
+
+    def expected_seconds(self) -> float:
+        """Guest seconds the plan takes: a trace phase runs cyclictest a
+        second time."""
+        probe = 8 if self.scenario.probe else 0
+        return self.scenario.duration * (2 if self.traced else 1) + \
+            BOOT_OVERHEAD_S + probe
 
     def folder(self, root: Path) -> Path:
         return root / self.variant.name / self.scenario.name / \
@@ -100,17 +118,14 @@ def check_space(root: Path, scenario) -> None:
                        f"are kept, free some space and run again to resume")
 
 
-def expected_seconds(scenario) -> float:
-    probe = 8 if scenario.probe else 0
-    return scenario.seconds + BOOT_OVERHEAD_S + probe
-
-
 def run(variants: list, scenarios: list, boots: int,
-        root: Path = None, accel: qemu.Accel = None, lava=None) -> list:
+        root: Path = None, accel: qemu.Accel = None, lava=None,
+        jobs: int = 1) -> list:
     """Run every cell not yet finished; return all cells' run folders.
 
     `accel` overrides the lab's choice (the fidelity study's settings).
     `lava` (lab.lava.runner.Options) runs the cells as LAVA jobs.
+    `jobs`: guests run at once on this machine.
     """
     root = root or results_root()
     root.mkdir(parents=True, exist_ok=True)
@@ -138,35 +153,70 @@ def run(variants: list, scenarios: list, boots: int,
         from .lava import runner      # only LAVA users need lavacli, yaml
         runner.run(todo, built, initrds, accel, root, lava)
         return [c.folder(root) for c in cells]
-    left = sum(expected_seconds(c.scenario) for c in todo)
-    spent, done = 0.0, 0
-    for i, c in enumerate(todo, 1):
-        eta = left * (spent / done if done else 1)
-        info(f"run {i}/{len(todo)}: {c.variant.name} {c.scenario.name} "
-             f"boot {c.boot}/{boots}, about {fmt_seconds(eta)} left")
-        started = time.monotonic()
-        try:
-            check_space(root, c.scenario)
-            record = run_cell(c, built[c.variant.name],
-                              initrds[c.variant.name], accel, root)
-        except OSError as e:
-            if e.errno != errno.ENOSPC:
-                raise
-            raise LabError(f"disk full while running {c.folder(root)}: {e}; "
-                           f"the {done + len(cells) - len(todo)} finished "
-                           f"runs are intact, this one will be redone: free "
-                           f"some space and run again") from None
-        except KeyboardInterrupt:
-            info(f"stopped in run {i}/{len(todo)}; run again to resume "
-                 f"(that run will be redone)")
-            raise
-        took = time.monotonic() - started
-        spent += took / expected_seconds(c.scenario)
-        done += 1
-        left -= expected_seconds(c.scenario)
-        if record["status"] != "ok":
-            info(f"  failed: {record['reason'].splitlines()[0]}")
+    _run_local(todo, built, initrds, accel, root, boots, jobs,
+               already=len(cells) - len(todo))
     return [c.folder(root) for c in cells]
+
+
+def _run_local(todo: list, built: dict, initrds: dict, accel, root: Path,
+               boots: int, jobs: int, already: int) -> None:
+    """Run the cells, `jobs` guests at a time, in the order given.
+
+    A guest is a QEMU process; the threads here only wait for them.  On a
+    stop (Ctrl-C, SIGTERM) or a full disk every running guest is killed
+    and its run stays "running", to be redone; finished runs are kept.
+    """
+    left = sum(c.expected_seconds() for c in todo)
+    state = {"spent": 0.0, "done": 0, "left": left}
+    lock = threading.Lock()
+    numbered = list(enumerate(todo, 1))
+
+    def one(i: int, c: Cell) -> dict:
+        with lock:
+            done = state["done"]
+            eta = state["left"] * (state["spent"] / done if done else 1) \
+                / jobs
+            info(f"run {i}/{len(todo)}: {c.variant.name} {c.scenario.name} "
+                 f"boot {c.boot}/{boots}, about {fmt_seconds(eta)} left")
+        started = time.monotonic()
+        check_space(root, c.scenario)
+        record = run_cell(c, built[c.variant.name], initrds[c.variant.name],
+                          accel, root)
+        with lock:
+            state["spent"] += (time.monotonic() - started) / \
+                c.expected_seconds()
+            state["done"] += 1
+            state["left"] -= c.expected_seconds()
+        if record["status"] != "ok":
+            info(f"  failed: {c.variant.name} {c.scenario.name} boot "
+                 f"{c.boot}: {record['reason'].splitlines()[0]}")
+        return record
+
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+    futures = {pool.submit(one, i, c): (i, c) for i, c in numbered}
+    try:
+        for fut in as_completed(futures):
+            i, c = futures[fut]
+            try:
+                fut.result()
+            except OSError as e:
+                if e.errno != errno.ENOSPC:
+                    raise
+                raise LabError(
+                    f"disk full while running {c.folder(root)}: {e}; the "
+                    f"{already + state['done']} finished runs are intact, "
+                    f"the unfinished ones will be redone: free some space "
+                    f"and run again") from None
+    except BaseException as e:
+        pool.shutdown(wait=False, cancel_futures=True)
+        qemu.stop_all()
+        pool.shutdown(wait=True)
+        qemu.stopped()
+        if isinstance(e, KeyboardInterrupt):
+            info(f"stopped after {state['done']} of {len(todo)} runs; run "
+                 f"again to resume (runs cut off are redone)")
+        raise
+    pool.shutdown()
 
 
 def cell_context(c: Cell) -> dict:
@@ -181,7 +231,7 @@ def run_cell(c: Cell, built_kernel, initrd: Path, accel, root: Path) -> dict:
     run_dir = c.folder(root)
     run_dir.mkdir(parents=True, exist_ok=True)
     extra = disk_args(run_dir, c.scenario.disk) if c.scenario.disk else []
-    timeout = 3 * expected_seconds(c.scenario) + 60
+    timeout = 3 * c.expected_seconds() + 60
     try:
         return boot.run_plan(
             built_kernel, PLAN, run_dir, accel, timeout=timeout,

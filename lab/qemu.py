@@ -15,6 +15,7 @@ import json
 import os
 import shlex
 import signal
+import threading
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -231,12 +232,35 @@ class Outcome:
         return "\n".join(lines[-n:])
 
 
+# Guests running now, for stop_all (guests run side by side, JOBS).
+_running = set()
+_running_lock = threading.Lock()
+_stopping = threading.Event()
+
+
+def stop_all() -> None:
+    """Kill every running guest; their run() calls raise KeyboardInterrupt
+    so that no cut-off run is judged and recorded as finished.  Guests
+    can start again after stopped()."""
+    _stopping.set()
+    with _running_lock:
+        for proc in list(_running):
+            kill_group(proc)
+
+
+def stopped() -> None:
+    """Every run() that stop_all() cut off has returned."""
+    _stopping.clear()
+
+
 def run(machine: Machine, console: Path, timeout: float) -> Outcome:
     """Run the guest to its end, or kill it after `timeout` seconds.
 
     The console goes straight to a file, so it survives whatever happens to
     the guest or to this process.
     """
+    if _stopping.is_set():
+        raise KeyboardInterrupt
     started = time.monotonic()
     with open(console, "wb") as out:
         try:
@@ -248,6 +272,8 @@ def run(machine: Machine, console: Path, timeout: float) -> Outcome:
         except OSError as e:
             raise LabError(f"cannot start QEMU ({qemu_binary()}): {e}; "
                            f"install qemu-system-x86 (`make deps`)") from e
+        with _running_lock:
+            _running.add(proc)
         try:
             if machine.accel.pin:
                 pin_vcpus(proc.pid, machine.cpus)
@@ -260,6 +286,11 @@ def run(machine: Machine, console: Path, timeout: float) -> Outcome:
         except BaseException:
             kill_group(proc)       # never leave a guest behind
             raise
+        finally:
+            with _running_lock:
+                _running.discard(proc)
+        if _stopping.is_set():
+            raise KeyboardInterrupt
     return Outcome(status, code, round(time.monotonic() - started, 2),
                    console)
 

@@ -59,16 +59,10 @@ class Scenario:
     trace: int = 0
 
     @property
-    def seconds(self) -> int:
-        """Guest time the plan measures: a trace phase adds a traced run
-        as long as the measurement."""
-        return self.duration * (2 if self.trace else 1)
-
-    @property
     def digest(self) -> str:
         return hashlib.sha256(self.path.read_bytes()).hexdigest()
 
-    def plan_env(self, seed: int = None) -> dict:
+    def plan_env(self, seed: int = None, traced: bool = True) -> dict:
         """The guest plan's parameters (guest/plans/scenario.sh).
 
         With a seed, the plan waits a random part of the module's period
@@ -82,7 +76,7 @@ class Scenario:
                "PROBE_ARGS": self.probe,
                "PROBE_MODULE_ARGS": self.probe_module,
                "NBACKGROUND": len(self.background),
-               "TRACE": self.trace or ""}
+               "TRACE": (self.trace or "") if traced else ""}
         for i, cmd in enumerate(self.background):
             env[f"BACKGROUND_{i}"] = cmd
         if seed is not None:

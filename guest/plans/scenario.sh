@@ -28,7 +28,7 @@ ksoftirqd_ns() {
 		read -r comm < "$d/comm" 2>/dev/null || continue
 		case "$comm" in
 		ksoftirqd/*)
-			read -r ns _ < "$d/schedstat"
+			{ read -r ns _ < "$d/schedstat"; } 2>/dev/null || continue
 			echo "$comm $ns" ;;
 		esac
 	done

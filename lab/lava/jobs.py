@@ -127,7 +127,7 @@ def definition(cell, built, initrd: Path, accel: qemu.Accel,
     own = f"initrd-{key}-{digest}.cpio"
     initrd_url = artifacts.publish(
         own, lambda: initrd.read_bytes() + plan_cpio(plan_text))
-    seconds = matrix.expected_seconds(scen)
+    seconds = cell.expected_seconds()
     fields = {
         "job_name": f"softirq-rt-lab {cell.variant.name} {scen.name} "
                     f"boot {cell.boot}",

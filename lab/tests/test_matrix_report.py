@@ -186,3 +186,89 @@ def test_withheld_when_the_traces_blame_the_emulator():
 def test_compare_without_results_is_a_clear_error(tmp_path):
     with pytest.raises(report.LabError, match="no finished runs under"):
         report.write(tmp_path, tmp_path / "rep", {}, "make compare")
+
+
+def _two_cells(tmp_path):
+    class V:
+        def __init__(self, name):
+            self.name = name
+    scen = Scenario(name="idle", path=tmp_path / "idle.scenario",
+                    description="x", duration=1)
+    scen.path.write_text("description = x\nduration = 1\n")
+    return [matrix.Cell(V(v), scen, 1) for v in ("baseline", "mine")]
+
+
+def _standin_guest(tmp_path, monkeypatch):
+    """run_cell with a stand-in QEMU: 'hang' sleeps past the watchdog,
+    anything else writes its run folder's result and exits."""
+    exe = tmp_path / "fake-qemu"
+    exe.write_text("#!/bin/sh\ncase \"$*\" in\n"
+                   "*/mine/*) exec sleep 60 ;;\nesac\nexit 0\n")
+    exe.chmod(0o755)
+    monkeypatch.setenv("LAB_QEMU", str(exe))
+
+    def run_cell(c, built, initrd, accel, root):
+        d = c.folder(root)
+        d.mkdir(parents=True, exist_ok=True)
+        m = matrix.qemu.Machine(kernel=tmp_path / "k", initrd=tmp_path / "i",
+                                share=d, accel=accel)
+        o = matrix.qemu.run(m, d / "console.log", timeout=3)
+        record = {"status": "ok" if o.status == "exited" else "failed",
+                  "reason": o.status}
+        store.write_json(d / "run.json", record)
+        return record
+    monkeypatch.setattr(matrix, "run_cell", run_cell)
+
+
+def test_parallel_guests_one_hangs_the_other_finishes(tmp_path,
+                                                      monkeypatch):
+    import time
+    _standin_guest(tmp_path, monkeypatch)
+    cells = _two_cells(tmp_path)
+    root = tmp_path / "res"
+    root.mkdir()
+    started = time.monotonic()
+    matrix._run_local(cells, {"baseline": None, "mine": None},
+                      {"baseline": None, "mine": None},
+                      matrix.qemu.tcg("test"), root, 1, jobs=2, already=0)
+    took = time.monotonic() - started
+    ok = store.read_json(cells[0].folder(root) / "run.json")
+    hung = store.read_json(cells[1].folder(root) / "run.json")
+    assert ok["status"] == "ok"
+    assert hung == {"status": "failed", "reason": "timeout"}
+    assert took < 10                     # the watchdog, not 60 s
+
+
+def test_a_stop_kills_every_parallel_guest_and_records_none(tmp_path,
+                                                           monkeypatch):
+    import os
+    import signal
+    import threading
+    import time
+    (tmp_path / "res").mkdir()
+    exe = tmp_path / "fake-qemu"
+    exe.write_text("#!/bin/sh\nexec sleep 60\n")
+    exe.chmod(0o755)
+    monkeypatch.setenv("LAB_QEMU", str(exe))
+    recorded = []
+
+    def run_cell(c, built, initrd, accel, root):
+        m = matrix.qemu.Machine(kernel=tmp_path / "k", initrd=tmp_path / "i",
+                                share=tmp_path, accel=accel)
+        o = matrix.qemu.run(m, tmp_path / f"{c.variant.name}.log", 60)
+        recorded.append(o)
+        return {"status": "ok"}
+    monkeypatch.setattr(matrix, "run_cell", run_cell)
+    monkeypatch.setattr(matrix.qemu, "_stopping", threading.Event())
+    # a SIGTERM or Ctrl-C in the main thread, once both guests run
+    threading.Timer(1.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        matrix._run_local(_two_cells(tmp_path), {"baseline": None,
+                                                 "mine": None},
+                          {"baseline": None, "mine": None},
+                          matrix.qemu.tcg("test"), tmp_path / "res", 1,
+                          jobs=2, already=0)
+    assert time.monotonic() - started < 10
+    assert recorded == []                 # no cut-off run judged
+    assert not matrix.qemu._running       # no guest left behind

@@ -76,7 +76,8 @@ def test_killed_lab_resumes_without_losing_or_redoing_runs(tmp_path, built,
     scen.write_text(SHORT)
     root = tmp_path / "results"
     cmd = [sys.executable, "-m", "lab", "run", "--variants", "baseline",
-           "--scenarios", str(scen), "--boots", "2", "--results", str(root),
+           "--scenarios", str(scen), "--boots", "2", "--jobs", "1",
+           "--results", str(root),
            "--out", str(tmp_path / "report")]
     first = root / "baseline/short/boot-1/run.json"
     second = root / "baseline/short/boot-2/run.json"
@@ -92,7 +93,7 @@ def test_killed_lab_resumes_without_losing_or_redoing_runs(tmp_path, built,
             lab.kill()
     assert lab.returncode == (130 if sig == signal.SIGTERM else -9), out
     if sig == signal.SIGTERM:
-        assert "stopped in run 2/2; run again to resume" in out
+        assert "stopped after 1 of 2 runs; run again to resume" in out
     # The guest dies with the lab, even when the lab gets no chance to act.
     wait_for(lambda: not qemu_pids(second.parent), 5, "guest gone")
     assert status(root, "short", 1) == "ok"
