@@ -96,7 +96,7 @@ def analyse(runs: list, traces: dict = None,
                                          "reason")}
                       for r in runs if r["status"] != "ok"]}
     for (scen, var), rs in sorted(by_cell.items()):
-        free = sorted((r for r in rs if r["affinity"]["free_to_move"]),
+        free = sorted((r for r in rs if r["affinity"]["as_asked"]),
                       key=lambda r: r["boot"])
         per_boot = {m: [r["boot_values"][m] for r in free]
                     for m in BOOT_METRICS}
@@ -106,7 +106,7 @@ def analyse(runs: list, traces: dict = None,
                 cost.setdefault(m, []).append(v)
         c = {"boots": [r["boot"] for r in free],
              "pinned_boots": [r["boot"] for r in rs
-                              if not r["affinity"]["free_to_move"]],
+                              if not r["affinity"]["as_asked"]],
              "seeds": [r.get("phase_seed") for r in free],
              "per_boot": per_boot, "cost": cost,
              "softirqs": {v: sum(r["softirqs"][v] for r in rs) / len(rs)
@@ -199,8 +199,10 @@ def _setup_lines(runs: list, a: dict, descriptions: dict) -> list:
     for scen in a["scenarios"]:
         r = next(x for x in runs if x["scenario"] == scen)
         env = r.get("plan_env") or {}
+        pin = env.get("PIN", "")
         out += _wrap(f"{scen}: {env.get('DURATION', '?')} s, cyclictest "
-                     f"{env.get('CYCLICTEST', '?')}; "
+                     f"{env.get('CYCLICTEST', '?')}"
+                     + (f" pinned to CPU{pin}" if str(pin) else "") + "; "
                      + ("synthetic load (the softirq_load module)"
                         if env.get("MODULE_ARGS") else "natural load")
                      + ".", "    ")
@@ -265,7 +267,7 @@ def _cell_rows(a: dict, scen: str) -> list:
             out.append(row)
         if c["pinned_boots"]:
             out.append(f"      boots {c['pinned_boots']} left out: "
-                       f"threads could not move")
+                       f"threads not placed as asked")
     return out
 
 

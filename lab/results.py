@@ -59,14 +59,17 @@ def probe(run_dir: Path):
                         for x in lines if "latency_us" in x]}
 
 
-def affinity(run_dir: Path) -> dict:
-    """cyclictest thread id -> Cpus_allowed_list, and whether all could
-    move (every thread allowed on more than one CPU)."""
+def affinity(run_dir: Path, pin: str = "") -> dict:
+    """cyclictest thread id -> Cpus_allowed_list; whether all could move
+    (every thread allowed on more than one CPU), and whether that is what
+    the scenario asked for (free, or pinned to CPU `pin`)."""
     rows = dict(line.split(None, 1) for line in
                 (run_dir / "affinity.txt").read_text().splitlines()
                 if line.strip())
     free = all(("-" in v or "," in v) for v in rows.values())
-    return {"threads": rows, "free_to_move": free}
+    pinned = all(v.strip() == str(pin) for v in rows.values())
+    return {"threads": rows, "free_to_move": free,
+            "as_asked": bool(rows) and (pinned if str(pin) else free)}
 
 
 def summarize(run_dir: Path) -> dict:
@@ -93,7 +96,8 @@ def summarize(run_dir: Path) -> dict:
         cyclictest_threads=kept["threads"],
         phase_seed=record.get("plan_env", {}).get("PHASE_SEED"),
         threads=ct.get("num_threads"),
-        affinity=affinity(run_dir),
+        affinity=affinity(run_dir, record.get("plan_env", {}).get("PIN",
+                                                                  "")),
         softirqs={v: after.get(v, 0) - before.get(v, 0) for v in VECTORS},
         ksoftirqd_cpu_percent=100 * ksoftirqd_seconds(
             run_dir / "ksoftirqd-before", run_dir / "ksoftirqd-after")

@@ -30,7 +30,7 @@ from .variants import pick
 SCENARIO_DIR = paths.REPO / "common" / "scenarios"
 SUFFIX = ".scenario"
 KEYS = {"description", "duration", "cyclictest", "module", "background",
-        "disk", "probe", "probe_module", "append", "trace"}
+        "disk", "probe", "probe_module", "append", "trace", "pin"}
 REPEATABLE = {"background"}
 # cyclictest options the lab sets itself: duration, histogram, output, and
 # never -a (pinned threads hide the placement effect under test).
@@ -57,6 +57,9 @@ class Scenario:
     probe_module: str = ""
     append: str = ""
     trace: int = 0
+    # cyclictest's threads pinned to this CPU (controls, and the case
+    # placement cannot help); None: free to move, the lab's default.
+    pin: int = None
 
     @property
     def digest(self) -> str:
@@ -76,7 +79,8 @@ class Scenario:
                "PROBE_ARGS": self.probe,
                "PROBE_MODULE_ARGS": self.probe_module,
                "NBACKGROUND": len(self.background),
-               "TRACE": (self.trace or "") if traced else ""}
+               "TRACE": (self.trace or "") if traced else "",
+               "PIN": "" if self.pin is None else self.pin}
         for i, cmd in enumerate(self.background):
             env[f"BACKGROUND_{i}"] = cmd
         if seed is not None:
@@ -106,8 +110,9 @@ def _check_cyclictest(value: str, where: str) -> None:
         opt = w.split("=", 1)[0]
         if opt in LAB_OWNED:
             raise LabError(f"{where}: cyclictest: {opt} is set by the lab "
-                           f"(threads are never pinned; duration, histogram"
-                           f" and JSON output come from the scenario)")
+                           f"(threads are free to move unless the scenario "
+                           f"says 'pin = CPU'; duration, histogram and "
+                           f"JSON output come from the scenario)")
 
 
 def _check_append(value: str, where: str) -> None:
@@ -145,9 +150,9 @@ def parse(path: Path) -> Scenario:
             raise LabError(f"{where}: {key} already set on line "
                            f"{lines[key]}")
         lines[key] = lineno
-        if key in ("duration", "disk", "trace"):
+        if key in ("duration", "disk", "trace", "pin"):
             lo, hi = {"duration": (1, 3600), "disk": (16, 65536),
-                      "trace": (50, 100000)}[key]
+                      "trace": (50, 100000), "pin": (0, 1)}[key]
             if not value.isdigit() or not lo <= int(value) <= hi:
                 raise LabError(f"{where}: {key} must be a whole number "
                                f"from {lo} to {hi}, got {value!r}")

@@ -1,7 +1,8 @@
 # Scenario plan (one run of a scenario; see lab/scenario.py for the file
 # format).  Parameters from the host: DURATION, CYCLICTEST, MODULE_ARGS,
 # DISK, NBACKGROUND and BACKGROUND_0.., PROBE_ARGS, PROBE_MODULE_ARGS,
-# TRACE (non-empty: a trace phase), PHASE_US and BG_PHASE_US (waits that
+# TRACE (non-empty: a trace phase), PIN (a CPU: cyclictest's threads are
+# pinned there instead of set free), PHASE_US and BG_PHASE_US (waits that
 # give each boot its own phase between the periodic loads, lab/scenario.py).
 # Writes into $LAB: cyclictest.json (with histograms), cyclictest.out
 # (every sample, -v), cyclictest-start.txt, affinity.txt,
@@ -81,7 +82,9 @@ run_cyclictest() {
 		tries=$((tries + 1))
 	done
 	# one call each: a capture run may have broken off already
-	taskset -a -p ff $ct > /dev/null 2>&1 || true
+	mask=ff
+	[ -z "$PIN" ] || mask=$(printf '%x' $((1 << PIN)))
+	taskset -a -p "$mask" $ct > /dev/null 2>&1 || true
 	grep -H Cpus_allowed_list /proc/$ct/task/*/status 2> /dev/null |
 		sed 's|/proc/[0-9]*/task/\([0-9]*\)/status:Cpus_allowed_list:[[:space:]]*|\1 |'
 	# lab/trace.py explains only wake-ups after this point

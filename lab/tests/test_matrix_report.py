@@ -148,7 +148,7 @@ def test_report_from_run_folders(tmp_path):
     assert "guest hung: watchdog" in text          # failed run listed
     assert "block_read_mb_s 123" in text
     assert "ksoftirqd_cpu_percent 15" in text      # 0.3 s over 2 s
-    assert "boots [6] left out: threads could not move" in text
+    assert "boots [6] left out: threads not placed as asked" in text
     assert not re.search(r"p = 0(\.0+)?(?![.\d])", text)
     # 8 of 10 wake-ups in time per boot, half of them moved
     assert "median 4000, p99 4000, moved 50% (40/50)" in text

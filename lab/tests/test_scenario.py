@@ -113,3 +113,32 @@ def test_select_mixes_names_and_files(tmp_path):
     with pytest.raises(LabError, match=r"scenario file .*nope\.scenario "
                                        r"not found"):
         scenario.select(str(tmp_path / "nope.scenario"), root)
+
+
+def test_pinned_threads_and_a_random_phase_per_boot(tmp_path):
+    s = scenario.parse(write(tmp_path, "description = x\nduration = 5\n"
+                             "pin = 1\nmodule = vector=block period_us="
+                             "10000\ntrace = 100\n"))
+    env = s.plan_env(seed=7)
+    assert env["PIN"] == 1 and env["PHASE_SEED"] == 7
+    assert 0 <= env["PHASE_US"] < 10000 and 0 <= env["BG_PHASE_US"] < 10000
+    assert s.plan_env(seed=7) == env                  # the seed decides
+    assert s.plan_env(seed=8)["PHASE_US"] != env["PHASE_US"]
+    assert s.plan_env(seed=7, traced=False)["TRACE"] == ""
+    free = scenario.parse(write(tmp_path, "description = x\nduration = 5\n",
+                                "f.scenario")).plan_env()
+    assert free["PIN"] == "" and "PHASE_US" not in free
+    with pytest.raises(LabError, match=r"s.scenario:3: pin must be a whole "
+                                       r"number from 0 to 1"):
+        scenario.parse(write(tmp_path, "description = x\nduration = 5\n"
+                             "pin = 2\n"))
+
+
+def test_threads_placed_as_the_scenario_asked(tmp_path):
+    from lab import results
+    (tmp_path / "affinity.txt").write_text("41 0\n42 0\n")
+    assert results.affinity(tmp_path, 0)["as_asked"]
+    assert not results.affinity(tmp_path, "")["as_asked"]
+    (tmp_path / "affinity.txt").write_text("41 0-1\n42 0-1\n")
+    assert results.affinity(tmp_path, "")["as_asked"]
+    assert not results.affinity(tmp_path, 0)["as_asked"]
