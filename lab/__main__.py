@@ -96,11 +96,13 @@ def cmd_fidelity(args) -> int:
     scens = [dataclasses.replace(s, trace=0)
              for s in scenario.select(args.scenarios or "idle")]
     root = Path(args.results) if args.results else fidelity.results_root()
+    jobs = args.jobs
     if not args.table_only:
-        fidelity.run(chosen, vs, scens, args.boots, root)
+        fidelity.run(chosen, vs, scens, args.boots, root, jobs)
     out = Path(args.out) if args.out else report.default_folder(args.name)
-    command = _command(args, "settings", "variants", "scenarios", "boots")
-    print(fidelity.write(root, chosen, out, command), end="")
+    command = _command(args, "settings", "variants", "scenarios", "boots") \
+        + (f" --jobs {','.join(map(str, jobs))}" if jobs != (1,) else "")
+    print(fidelity.write(root, chosen, out, command, jobs), end="")
     info(f"table: {out}/fidelity.md")
     return 0
 
@@ -202,6 +204,10 @@ def parse_args(argv):
                    help="comma-separated names (default: all): " +
                    ", ".join(s.name for s in settings.SETTINGS))
     f.add_argument("--boots", type=positive, default=5)
+    f.add_argument("--jobs", default="1", type=positive_list,
+                   help="guests at once, or a list such as 1,2 to "
+                   "measure whether running guests side by side changes "
+                   "the results")
     f.add_argument("--table-only", action="store_true",
                    help="write the table from existing runs only")
     f.set_defaults(func=cmd_fidelity, name="fidelity")
@@ -226,6 +232,11 @@ def positive(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r}: give a whole number "
                                          f"of at least 1")
     return n
+
+
+def positive_list(text: str) -> tuple:
+    """argparse type: comma-separated whole numbers of at least 1."""
+    return tuple(positive(n) for n in text.split(","))
 
 
 def _stop(signum, frame):

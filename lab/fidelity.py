@@ -6,13 +6,19 @@ lab's matrix), and one table compares the settings: latency quantiles
 with bootstrap intervals over boots, how far repeat boots spread (the
 determinism question), the share of samples over 1 ms, the probe's
 placement and how long a run took in wall-clock time.
+
+With --jobs 1,2 each setting also runs with two guests at once (into
+<results>/<setting>-jobs2/), and the table says for each cell whether
+the per-boot p99s differ between one guest and two at a time, by the
+lab's own verdict rule (lab/stats.py): `make lab JOBS=2` is only
+trusted for cells where they do not.
 """
 import statistics
 import time
 from collections import defaultdict
 from pathlib import Path
 
-from . import build, matrix, paths, qemu, report, results, store
+from . import build, matrix, paths, qemu, report, results, stats, store
 from .log import info, warn
 
 
@@ -20,11 +26,16 @@ def results_root() -> Path:
     return paths.BUILD_DIR / "fidelity"
 
 
+def folder_name(setting: str, jobs: int) -> str:
+    return setting if jobs == 1 else f"{setting}-jobs{jobs}"
+
+
 def run(settings: list, variants: list, scenarios: list, boots: int,
-        root: Path) -> None:
-    for i, s in enumerate(settings, 1):
-        info(f"setting {i}/{len(settings)}: {s.name} ({s.description})")
-        folder = root / s.name
+        root: Path, jobs: tuple = (1,)) -> None:
+    for i, (s, n) in enumerate([(s, n) for s in settings for n in jobs], 1):
+        info(f"setting {i}/{len(settings) * len(jobs)}: {s.name} "
+             f"({s.description}), {n} guest(s) at once")
+        folder = root / folder_name(s.name, n)
         folder.mkdir(parents=True, exist_ok=True)
         if s.accel.startswith("kvm"):
             image = build.build_all(variants[:1])[variants[0].name].image
@@ -35,7 +46,8 @@ def run(settings: list, variants: list, scenarios: list, boots: int,
                                  {"setting": s.name, "reason": why})
                 continue
         (folder / "unusable.json").unlink(missing_ok=True)
-        matrix.run(variants, scenarios, boots, folder, accel=s.to_accel())
+        matrix.run(variants, scenarios, boots, folder, accel=s.to_accel(),
+                   jobs=n)
 
 
 def _row(setting: str, scen: str, var: str, runs: list) -> dict:
@@ -64,13 +76,14 @@ def _row(setting: str, scen: str, var: str, runs: list) -> dict:
     return row
 
 
-def table(root: Path, settings: list) -> list:
+def table(root: Path, settings: list, jobs: tuple = (1,)) -> list:
     rows = []
-    for s in settings:
-        folder = root / s.name
+    for s, n in [(s, n) for s in settings for n in jobs]:
+        name = folder_name(s.name, n)
+        folder = root / name
         unusable = folder / "unusable.json"
         if unusable.is_file():
-            rows.append({"setting": s.name, "unusable":
+            rows.append({"setting": name, "unusable":
                          store.read_json(unusable)["reason"]})
             continue
         cells = defaultdict(list)
@@ -82,10 +95,31 @@ def table(root: Path, settings: list) -> list:
                 continue
             cells[(r["scenario"], r["variant"])].append(r)
         if not cells:
-            rows.append({"setting": s.name, "unusable": "no runs yet"})
+            rows.append({"setting": name, "unusable": "no runs yet"})
         for (scen, var), runs in sorted(cells.items()):
-            rows.append(_row(s.name, scen, var, runs))
+            rows.append(dict(_row(name, scen, var, runs), base=s.name,
+                             jobs=n))
     return rows
+
+
+def jobs_equivalence(rows: list) -> list:
+    """Cells run with one guest and with n at once: do per-boot p99s
+    differ (stats.compare's verdict on n against 1)?"""
+    serial = {(r["base"], r["scenario"], r["variant"]): r for r in rows
+              if r.get("jobs") == 1 and r.get("boots")}
+    out = []
+    for r in rows:
+        one = serial.get((r.get("base"), r.get("scenario"),
+                          r.get("variant")))
+        if r.get("jobs", 1) == 1 or not one or not r.get("boots"):
+            continue
+        cmp = stats.compare(r["p99_per_boot_us"], one["p99_per_boot_us"])
+        out.append({"setting": r["base"], "jobs": r["jobs"],
+                    "scenario": r["scenario"], "variant": r["variant"],
+                    "serial": one["p99_per_boot_us"],
+                    "parallel": r["p99_per_boot_us"], "compare": cmp,
+                    "same": cmp["verdict"] == "n.s."})
+    return out
 
 
 def _us(v) -> str:
@@ -129,15 +163,32 @@ def markdown(rows: list, settings: list, command: str) -> str:
             f"[{lo:.0f}-{hi:.0f}] | {_us(r['p99_spread_us'])} | "
             f"{_us(r['max_us'])} | {100 * r['over_1ms']:.1f}% | "
             f"{probe_txt} | {r['run_seconds']:.0f} |")
+    same = jobs_equivalence(rows)
+    if same:
+        out += ["", "Guests side by side: per-boot p99 with n guests at "
+                "once against one at a time, by the lab's verdict rule "
+                "(a difference needs p < 0.01, 1.5x and a shift beyond "
+                "the boots' spread):", "",
+                "| setting | JOBS | scenario | variant | p99 per boot, one "
+                "guest | p99 per boot, n guests | verdict |",
+                "|---|---|---|---|---|---|---|"]
+        for e in same:
+            out.append(
+                f"| {e['setting']} | {e['jobs']} | {e['scenario']} | "
+                f"{e['variant']} | {' '.join(_us(v) for v in e['serial'])}"
+                f" | {' '.join(_us(v) for v in e['parallel'])} | "
+                f"{'same' if e['same'] else e['compare']['verdict']} |")
     out += ["", "Settings:", ""]
     out += [f"- {n}: {desc[n].description} (`{' '.join(desc[n].to_accel().args)}`"
             + (f", guest `{desc[n].append}`" if desc[n].append else "")
-            + ")" for n in dict.fromkeys(r["setting"] for r in rows)]
+            + ")" for n in dict.fromkeys(r.get("base", r["setting"])
+                                         for r in rows)]
     return "\n".join(out) + "\n"
 
 
-def write(root: Path, settings: list, out: Path, command: str) -> str:
-    rows = table(root, settings)
+def write(root: Path, settings: list, out: Path, command: str,
+          jobs: tuple = (1,)) -> str:
+    rows = table(root, settings, jobs)
     out.mkdir(parents=True, exist_ok=True)
     text = markdown(rows, settings, command)
     store.write_text(out / "fidelity.md", text)

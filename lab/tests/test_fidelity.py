@@ -50,3 +50,23 @@ def test_settings_become_qemu_options():
     assert by["kvm"].args == ["-accel", "kvm", "-cpu", "host"]
     with pytest.raises(LabError, match="unknown setting 'tcg-fast'"):
         settings.select("tcg-fast")
+
+
+def test_guests_side_by_side_against_one_at_a_time(tmp_path):
+    chosen = settings.select("tcg-single")
+    root = tmp_path / "fidelity"
+    for boot in range(1, 6):
+        for folder, idle_hi, long_hi in (("tcg-single", 100, 5000),
+                                         ("tcg-single-jobs2", 101, 300)):
+            fake_run(root / folder, "baseline", "idle", boot, 50,
+                     idle_hi + boot, seed=boot)
+            fake_run(root / folder, "baseline", "long", boot, 50,
+                     long_hi + boot, seed=boot)
+    rows = fidelity.table(root, chosen, (1, 2))
+    same = {e["scenario"]: e for e in fidelity.jobs_equivalence(rows)}
+    assert same["idle"]["same"] and same["idle"]["jobs"] == 2
+    assert not same["long"]["same"]
+    assert same["long"]["compare"]["verdict"] == "lower"
+    text = fidelity.markdown(rows, chosen, "cmd")
+    assert "| tcg-single | 2 | idle | baseline |" in text
+    assert "| same |" in text and "| lower |" in text
