@@ -1,9 +1,21 @@
 """Command line: python3 -m lab <command> (see `python3 -m lab -h`)."""
+import sys
+
+try:
+    import matplotlib  # noqa: F401  (the report's plots)
+    import numpy  # noqa: F401
+    import scipy  # noqa: F401
+except ImportError as missing:
+    # A python3 that is not Debian's (pyenv, a venv) lacks Debian's
+    # numpy/scipy/matplotlib: one line instead of a traceback.
+    sys.exit(f"error: {sys.executable} has no {missing.name}; run the lab "
+             f"with Debian's interpreter (/usr/bin/python3 -m lab, as the "
+             f"Makefile does) after `make deps`")
+
 import argparse
 import dataclasses
 import os
 import signal
-import sys
 
 from pathlib import Path
 
