@@ -8,7 +8,9 @@ import pytest
 from lab import paths, source
 from lab.log import LabError
 
-HOST_SIDE = [*sorted((paths.REPO / "lab").glob("*.py")),
+# every host module, lab/lava/ too; the tests quote guest output
+HOST_SIDE = [*sorted(p for p in (paths.REPO / "lab").rglob("*.py")
+                     if "tests" not in p.relative_to(paths.REPO).parts),
              paths.REPO / "lab" / "deps.sh", paths.REPO / "Makefile",
              paths.REPO / ".ci" / "run"]
 
@@ -84,3 +86,14 @@ def test_deps_script_is_plain_sh():
     assert script.read_text().startswith("#!/bin/sh")
     r = subprocess.run(["sh", "-n", str(script)], capture_output=True)
     assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("boots", ["0", "-1", "two"])
+def test_bad_boots_are_refused_before_anything_runs(boots):
+    r = subprocess.run(["/usr/bin/python3", "-m", "lab", "run", "--boots",
+                        boots], cwd=paths.REPO, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 2
+    assert f"argument --boots: '{boots}': give a whole number of at " \
+           f"least 1" in r.stderr
+    assert "variant" not in r.stdout       # nothing was built
