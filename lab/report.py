@@ -210,14 +210,12 @@ def _setup_lines(runs: list, a: dict, descriptions: dict) -> list:
 
 
 def _summary(runs: list, a: dict) -> list:
-    boots = sorted({len(c["boots"]) for c in a["cells"].values()})
-    lines = [f"{len(a['variants'])} kernels x {len(a['scenarios'])} "
-             f"scenarios, {boots[0]}-{boots[-1]} boots per cell "
-             f"(the boot is the unit: one value per boot)."
-             if boots and boots[0] != boots[-1] else
-             f"{len(a['variants'])} kernels x {len(a['scenarios'])} "
-             f"scenarios, {boots[0] if boots else 0} boots per cell "
-             f"(the boot is the unit: one value per boot).",
+    boots = sorted({len(c["boots"]) for c in a["cells"].values()}) or [0]
+    span = str(boots[0]) if boots[0] == boots[-1] else \
+        f"{boots[0]}-{boots[-1]}"
+    lines = [f"{_n(len(a['variants']), 'kernel')} x "
+             f"{_n(len(a['scenarios']), 'scenario')}, {span} boot(s) per "
+             f"cell (the boot is the unit: one value per boot).",
              "Medium: " + _medium(runs[0]) + "."]
     holds = defaultdict(list)
     for key, c in a["cells"].items():
@@ -242,6 +240,10 @@ def _summary(runs: list, a: dict) -> list:
     for line in lines:
         out += _wrap(line, "  ")
     return out
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")
 
 
 def _cell_rows(a: dict, scen: str) -> list:
