@@ -55,7 +55,8 @@ def measured(out_file: Path, start_file: Path, ct_json: dict,
 
     Returns {"latencies": sorted array of all threads' kept samples,
     "threads": {thread: {interval_us, expected, cycles, missed, dropped,
-    kept}}}.  expected is duration / interval; cycles is cyclictest's
+    kept, after_start}}} (after_start: samples after the threads were set
+    free, the ones a trace after the same marker can see).  expected is duration / interval; cycles is cyclictest's
     own count (its JSON), which the printed samples may trail by a few.
     """
     samples, intervals = parse(out_file.read_text(errors="replace"))
@@ -71,6 +72,7 @@ def measured(out_file: Path, start_file: Path, ct_json: dict,
         expected = int(duration_s * 1e6 // interval) if interval else cycles
         threads[t] = {"interval_us": interval, "expected": expected,
                       "cycles": cycles, "missed": max(0, expected - cycles),
-                      "dropped": drop, "kept": len(values) - drop}
+                      "dropped": drop, "kept": len(values) - drop,
+                      "after_start": len(values) - started.get(t, 0)}
     return {"latencies": np.sort(np.array(kept, dtype=float)),
             "threads": threads}

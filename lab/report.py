@@ -150,13 +150,20 @@ def shown_verdict(cmp: dict, withheld_reason) -> str:
 
 
 def emulator_blamed(traces: dict, scen: str, variants: list) -> str:
-    """Why a scenario's verdicts are withheld, or "" if they stand."""
+    """Why a scenario's verdicts are withheld, or "" if they stand: the
+    traces blame the emulator for most of a variant's worst wake-ups, or
+    no traced run of a variant agrees with cyclictest (the lab cannot
+    say what caused its worst cases)."""
     for var in variants:
-        worst = traces.get(f"{scen}/{var}", {}).get("worst", [])
+        c = traces.get(f"{scen}/{var}", {})
+        worst = c.get("worst", [])
         blamed = sum(bool(x.get("emulator")) for x in worst)
         if worst and 2 * blamed > len(worst):
             return (f"emulator: {blamed} of {var}'s {len(worst)} worst "
                     f"traced wake-ups are vCPUs the emulator did not run")
+        if c.get("mismatched") and not worst:
+            return (f"{var}'s trace does not match cyclictest "
+                    f"({c['mismatched'][0]})")
     return ""
 
 
@@ -227,8 +234,8 @@ def _summary(runs: list, a: dict) -> list:
                                        for k, v in holds.items())
                               if holds else "no p99 verdict") + ".")
     if a["withheld"]:
-        lines.append("Withheld (emulator): " + ", ".join(a["withheld"])
-                     + ".")
+        lines.append("Withheld (emulator, or traces that do not match "
+                     "cyclictest): " + ", ".join(a["withheld"]) + ".")
     tally = defaultdict(int)
     for c in a["cells"].values():
         if "prediction" in c:
@@ -322,7 +329,9 @@ def text_report(runs: list, a: dict, descriptions: dict) -> str:
         f"(interquartile range) of the two cells. At least "
         f"{stats.MIN_BOOTS} boots per cell, else 'too few boots'. "
         f"'withheld': the traces blame the emulator for the scenario's "
-        f"worst cases, or the shift is within the boots' spread. "
+        f"worst cases, or a variant's traced run does not match "
+        f"cyclictest's own samples (the lab cannot say what caused them), "
+        f"or the shift is within the boots' spread. "
         f">1ms and missed (periods cyclictest skipped, of those due) are "
         f"medians over boots. Latencies in microseconds.", "  ")
     for scen in a["scenarios"]:

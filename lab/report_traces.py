@@ -18,12 +18,20 @@ def analyse(runs: list) -> dict:
             continue
         c = cells.setdefault(f"{r['scenario']}/{r['variant']}",
                              {"worst": [], "errors": [], "untraced": [],
-                              "traced": [], "wakeups": 0, "over": 0})
+                              "traced": [], "wakeups": 0, "over": 0,
+                              "mismatched": [], "lost": []})
         c["untraced"].append(r["histogram"])
         c["traced"].append(r["traced_histogram"])
         t = r["trace"]
         if "error" in t:
             c["errors"].append(f"boot {r['boot']}: {t['error']}")
+            continue
+        if t.get("lost_events"):
+            c["lost"].append(f"boot {r['boot']}: " + ", ".join(
+                f"{cpu} lost {n}" for cpu, n in t["lost_events"].items()))
+        if not t.get("agreement", {"ok": True})["ok"]:
+            c["mismatched"].append(f"boot {r['boot']}: "
+                                   f"{t['agreement']['why']}")
             continue
         c["wakeups"] += t["wakeups"]
         c["over_us"] = t["over_us"]
@@ -40,7 +48,8 @@ def analyse(runs: list) -> dict:
                                key=lambda x: -x["latency_us"])[:WORST],
             "wakeups": c["wakeups"], "over": c["over"],
             "over_us": c.get("over_us", 0),
-            "errors": c["errors"],
+            "errors": c["errors"], "mismatched": c["mismatched"],
+            "lost": c["lost"],
             "overhead": {"boots": len(c["untraced"]),
                          "median_us": med, "p99_us": p99,
                          "p99_ratio": p99[1] / p99[0] if p99[0] else None}}
@@ -57,9 +66,14 @@ def cause_lines(t: dict, variants: list, scen: str) -> list:
         if c["worst"]:
             x = c["worst"][0]
             why = f"{x['latency_us']} us, {x['cause']}"
+        elif c["mismatched"]:
+            why = f"trace does not match cyclictest ({c['mismatched'][0]})"
         else:
             why = c["errors"][0] if c["errors"] else "no wake-up traced"
         out += _wrap(f"worst traced, {var}: {why}", "    ")
+        if c["lost"]:
+            out += _wrap(f"trace lost events, {var}: {c['lost'][0]}",
+                         "    ")
     return out
 
 
@@ -77,7 +91,10 @@ def text(t: dict, variants: list, scenarios: list) -> list:
             continue
         out.append(f"{scen}:")
         for var, c in rows:
-            if not c["worst"]:
+            for m in c["mismatched"]:
+                out += _wrap(f"{var}: trace does not match cyclictest, "
+                             f"causes not used: {m}", "  ")
+            if not c["worst"] and not c["mismatched"]:
                 why = c["errors"][0] if c["errors"] else \
                     "no wake-up of cyclictest in the trace"
                 out += _wrap(f"{var}: {why}", "  ")

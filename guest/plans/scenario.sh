@@ -8,7 +8,7 @@
 # (every sample, -v), cyclictest-start.txt, affinity.txt,
 # softirqs-before/after, ksoftirqd-before/after, bg-N.log, module-stats,
 # probe.jsonl, measurements; with TRACE also the same cyclictest files
-# named cyclictest-traced.* and trace.dat.
+# named cyclictest-traced.*, trace.dat and trace-stats.
 set -e
 KO=/lib/modules/softirq_load.ko
 # With a trace phase the load runs on through a second DURATION.
@@ -126,6 +126,11 @@ if [ -n "$TRACE" ]; then
 	run_cyclictest "$MEASURE" /tmp/traced.json /tmp/traced-start.txt \
 		> /dev/null
 	trace-cmd stop > /dev/null
+	# the ring buffer's own account: overruns and dropped events per CPU
+	for f in /sys/kernel/tracing/per_cpu/cpu*/stats; do
+		echo "${f%/stats}" | sed 's|.*/|# |'
+		cat "$f"
+	done > "$LAB/trace-stats" 2>/dev/null || true
 	cp /tmp/traced.json "$LAB/cyclictest-traced.json"
 	cp /tmp/cyclictest.out "$LAB/cyclictest-traced.out"
 	cp /tmp/traced-start.txt "$LAB/cyclictest-traced-start.txt"

@@ -177,6 +177,11 @@ def test_withheld_when_the_traces_blame_the_emulator():
     why = report.emulator_blamed(traces, "busy", ["baseline", "better"])
     assert why.startswith("emulator: 2 of better's 3 worst")
     assert report.emulator_blamed(traces, "idle", ["better"]) == ""
+    traces["fs/better"] = {"worst": [], "mismatched": [
+        "boot 1: 5604 windows against 7741 samples"]}
+    assert report.emulator_blamed(traces, "fs", ["better"]) == \
+        "better's trace does not match cyclictest (boot 1: 5604 windows " \
+        "against 7741 samples)"
     cmp = {"verdict": "lower", "p_lower": 0.004, "p_higher": 1,
            "shift": -100, "spread": 10}
     assert report.shown_verdict(cmp, why) == "withheld"

@@ -129,6 +129,31 @@ def test_views_of_a_worst_case(tmp_path):
     plt.close(fig)
 
 
+def traced_run(n: int) -> str:
+    """A trace that agrees with cyclictest: n wake-ups of 300 us, every
+    tenth 5480 us behind a BLOCK softirq on the task's CPU."""
+    out, t = [WIDENED.format(ts="9.000000")], 10.0
+    for i in range(n):
+        lat = 5480e-6 if i % 10 == 0 else 300e-6
+        if i % 10 == 0:
+            out.append(f"          <idle>-0     [000]    {t - 1e-4:.6f}: "
+                       f"softirq_entry:        vec=4 [action=BLOCK]\n")
+        out.append(f"          <idle>-0     [000]    {t:.6f}: sched_waking:"
+                   f"         comm=cyclictest pid=225 prio=0 "
+                   f"target_cpu=000\n")
+        if i % 10 == 0:
+            out.append(f"          <idle>-0     [000]    {t + lat - 2e-5:.6f}"
+                       f": softirq_exit:         vec=4 [action=BLOCK]\n")
+        out.append(f"          <idle>-0     [000]    {t + lat:.6f}: "
+                   f"sched_switch:         swapper/0:0 [120] R ==> "
+                   f"cyclictest:225 [0]\n")
+        out.append(f"      cyclictest-225   [000]    {t + lat + 2e-5:.6f}: "
+                   f"sched_switch:         cyclictest:225 [0] S ==> "
+                   f"swapper/0:0 [120]\n")
+        t += 0.01
+    return "".join(out)
+
+
 def test_report_explains_each_cells_worst_case(tmp_path):
     """Run folders with a trace phase give the cause table, the overhead
     and the viewer files (trace-cmd's text kept beside the .dat)."""
@@ -141,13 +166,14 @@ def test_report_explains_each_cells_worst_case(tmp_path):
         fake_run(root, "baseline", "idle", boot, 50, 300, seed=boot)
         d = fake_run(root, "baseline", "long", boot, 1000, 5000, seed=boot)
         (d / "cyclictest-traced.json").write_text(json.dumps(
-            {"thread": {"0": {"cycles": 100}}}))
+            {"thread": {"0": {"cycles": 150}}}))
         (d / "cyclictest-traced.out").write_text(
             "Thread 0 Interval: 1000\n" + "".join(
-                f"0: {i}: {5500 if i % 10 == 0 else 1200}\n"
+                f"0: {i}: {5500 if i % 10 == 0 else 320}\n"
                 for i in range(150)))
+        (d / "cyclictest-traced-start.txt").write_text("0 0\n")
         (d / "trace.dat").write_bytes(b"")
-        (d / "trace.txt").write_text(LONG_BLOCK)
+        (d / "trace.txt").write_text(traced_run(150))
         later = time.time() + 10
         os.utime(d / "trace.txt", (later, later))
         store.write_json(d / "run.json", dict(
@@ -156,15 +182,34 @@ def test_report_explains_each_cells_worst_case(tmp_path):
     out = report.write(root, tmp_path / "rep", {}, "make lab")
     text = " ".join((out / "report.txt").read_text().split())
     # report.txt: one line per cell; report.md: the whole table
-    assert "worst traced, baseline: 2915 us, BLOCK softirq on CPU0, the " \
+    assert "worst traced, baseline: 5480 us, BLOCK softirq on CPU0, the " \
            "task's CPU" in text
     md = (out / "report.md").read_text()
     assert "Cause of the worst-case latency" in md
-    assert "baseline: 2 of 2 wake-ups over 1000 us; worst:" in md
-    assert "2915 us: BLOCK softirq on CPU0, the task's CPU" in md
+    assert "baseline: 30 of 300 wake-ups over 1000 us; worst:" in md
+    assert "5480 us: BLOCK softirq on CPU0, the task's CPU" in md
     assert re.search(r"long/baseline\s+\d+\s+5500\s+\d\.\d\d", md)
     assert (out / "timeline-long.png").stat().st_size > 1000
     assert (out / "data" / "trace-long-baseline.dat").is_file()
     json.loads((out / "data" / "trace-long-baseline.json").read_text())
     assert "![timeline-long.png](timeline-long.png)" in \
         (out / "report.md").read_text()
+
+
+def test_a_trace_that_disagrees_with_cyclictest_is_flagged():
+    t = {"wakeups": 5604, "max_us": 24566, "p99_us": 3966}
+    bad = trace.agreement(t, samples=7741, p99_us=7956, max_us=24592)
+    assert not bad["ok"]
+    assert bad["why"] == "5604 windows against 7741 samples; p99 3966 " \
+                         "against 7956 us"
+    good = {"wakeups": 7973, "max_us": 5026, "p99_us": 4781}
+    assert trace.agreement(good, 7981, 4802, 5047)["ok"]
+
+
+def test_lost_events_are_read_from_the_ring_buffers_stats(tmp_path):
+    stats = tmp_path / "trace-stats"
+    stats.write_text("# cpu0\nentries: 10\noverrun: 0\ncommit overrun: 0"
+                     "\ndropped events: 0\n# cpu1\nentries: 5\noverrun: 3"
+                     "\ndropped events: 2\n")
+    assert trace.buffer_losses(stats) == {"cpu1": 5}
+    assert trace.buffer_losses(tmp_path / "none") == {}
