@@ -479,10 +479,11 @@ def markdown(text: str, images: list, command: str,
                "Each variant's worst captured sample per scenario: one row "
                "per guest CPU, tasks below, softirqs and hard irqs above, "
                "the latency window shaded, time in ms from the expected "
-               "wake-up. The traces are in `data/`: "
-               "`trace-<scenario>-<variant>.dat` opens in KernelShark, "
-               "the `.json` beside it in the Perfetto UI "
-               "(ui.perfetto.dev).", ""]
+               "wake-up. `data/trace-<scenario>-<variant>.json` holds that "
+               "window for the Perfetto UI (ui.perfetto.dev); the whole "
+               "trace (`trace.dat`, for KernelShark) stays in the run "
+               "folder that `data/<variant>-<scenario>-boot1.json` "
+               "names.", ""]
         md += [f"![{i}]({i})" for i in timelines]
     return "\n".join(md) + "\n"
 

@@ -1,6 +1,5 @@
 """The report's trace part: the cause of each cell's worst cases, the
 tracing overhead, a timeline per scenario and files for trace viewers."""
-import shutil
 from pathlib import Path
 
 from . import stats, trace, traceview
@@ -123,7 +122,10 @@ def text(t: dict, variants: list, scenarios: list) -> list:
 
 def files(t: dict, variants: list, scenarios: list, out: Path) -> list:
     """timeline-<scenario>.png per scenario (worst case of each variant),
-    and data/trace-<scenario>-<variant>.{json,dat}; returns the images."""
+    and data/trace-<scenario>-<variant>.json (the worst window, for the
+    Perfetto UI); returns the images.  The whole trace.dat (0.4-2 MB,
+    already compressed by trace-cmd) stays in the run folder: a report
+    folder stays small, and data/'s run file names its path."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -143,7 +145,6 @@ def files(t: dict, variants: list, scenarios: list, out: Path) -> list:
             traceview.draw(ax, events, x, title)
             stem = f"trace-{scen}-{var}"
             traceview.perfetto(events, x, out / "data" / f"{stem}.json")
-            shutil.copyfile(dat, out / "data" / f"{stem}.dat")
         axes[-1, 0].set_xlabel("ms from the expected wake-up")
         fig.legend(handles=traceview.legend_handles(), loc="lower center",
                    ncol=6, fontsize=7, frameon=False)
