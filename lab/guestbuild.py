@@ -50,14 +50,16 @@ def _build_in_copy(src: Path, dest: Path, command, product: str,
 
 def module(variant, built: build.Built) -> Path:
     """softirq_load.ko built against one variant's kernel."""
-    with build.locked(built.tree.name):
-        build.ensure_tree(variant, built)
-        return _module(built)
-
-
-def _module(built: build.Built) -> Path:
     key = source_hash(MODULE_SRC)[:12] + "-" + built.meta["hash"][:12]
     dest = paths.cache_dir() / "modules" / built.variant / key
+    if (dest / MODULE_NAME).is_file():
+        return dest / MODULE_NAME      # no need to switch the shared tree
+    with build.locked(built.tree.name):
+        build.ensure_tree(variant, built)
+        return _module(built, dest)
+
+
+def _module(built: build.Built, dest: Path) -> Path:
     return _build_in_copy(
         MODULE_SRC, dest,
         lambda tmp: ["make", "-C", str(built.tree), f"O={built.objdir}",
