@@ -437,20 +437,24 @@ def plots(runs: list, a: dict, out: Path) -> list:
     fig, axes = plt.subplots(2, 1, figsize=(9, 7))
     width = 0.8 / max(1, len(a["variants"]))
     for ax, metric in zip(axes, ("p99", "max")):
+        drawn = 0
         for i, var in enumerate(a["variants"]):
             xs, ys = [], []
             for j, scen in enumerate(a["scenarios"]):
                 c = a["cells"].get(f"{scen}/{var}")
                 for v in (c["per_boot"][metric] if c else []):
-                    xs.append(j + i * width)
-                    ys.append(max(v, 1))
+                    if v == v:                  # NaN: no samples kept
+                        xs.append(j + i * width)
+                        ys.append(max(v, 1))
             ax.plot(xs, ys, "o", ms=4, alpha=0.7, color=colors[var],
                     label=var)
+            drawn += len(ys)
         ax.set_xticks([j + 0.4 - width / 2
                        for j in range(len(a["scenarios"]))])
         ax.set_xticklabels(a["scenarios"], rotation=30, ha="right",
                            fontsize=8)
-        ax.set_yscale("log")
+        if drawn:
+            ax.set_yscale("log")        # (no boot left: nothing to scale)
         ax.set_ylabel(f"{metric} (us)")
         ax.set_title(f"{metric}: one point per boot", fontsize=10)
         ax.grid(True, axis="y", which="both", alpha=0.3)

@@ -84,7 +84,17 @@ run_cyclictest() {
 	# one call each: a capture run may have broken off already
 	mask=ff
 	[ -z "$PIN" ] || mask=$(printf '%x' $((1 << PIN)))
-	taskset -a -p "$mask" $ct > /dev/null 2>&1 || true
+	# cyclictest's threads pin themselves as they start: one that did so
+	# after the call is caught by the next (3 of 54 runs were missed)
+	tries=0
+	while [ $tries -lt 50 ]; do
+		taskset -a -p "$mask" $ct > /dev/null 2>&1 || true
+		[ -z "$PIN" ] || break
+		grep -h Cpus_allowed_list /proc/$ct/task/*/status 2> /dev/null |
+			grep -q -v '[-,]' || break
+		usleep 2000
+		tries=$((tries + 1))
+	done
 	grep -H Cpus_allowed_list /proc/$ct/task/*/status 2> /dev/null |
 		sed 's|/proc/[0-9]*/task/\([0-9]*\)/status:Cpus_allowed_list:[[:space:]]*|\1 |'
 	# lab/trace.py explains only wake-ups after this point

@@ -277,3 +277,15 @@ def test_a_stop_kills_every_parallel_guest_and_records_none(tmp_path,
     assert time.monotonic() - started < 10
     assert recorded == []                 # no cut-off run judged
     assert not matrix.qemu._running       # no guest left behind
+
+
+def test_report_when_every_boot_of_a_cell_is_left_out(tmp_path):
+    """LAVA's test run: one boot, its thread not set free; the report is
+    still written, the cell says why it has no value."""
+    root = tmp_path / "res"
+    d = fake_run(root, "baseline", "long", 1, 1000, 5000)
+    (d / "affinity.txt").write_text("53 0-1\n79 0\n")
+    out = report.write(root, tmp_path / "rep", {}, "make lab")
+    text = (out / "report.txt").read_text()
+    assert "baseline  no finished run with free threads" in text
+    assert (out / "tails.png").stat().st_size > 1000
