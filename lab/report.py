@@ -17,7 +17,13 @@ from .textfmt import WIDTH, fmt_us, wrap as _wrap
 def load(root: Path, variants=None, scenarios=None) -> list:
     runs = []
     for run_json in sorted(root.glob("*/*/boot-*/run.json")):
-        s = results.summarize(run_json.parent)
+        try:
+            s = results.summarize(run_json.parent)
+        except (OSError, ValueError, KeyError) as e:
+            # damaged by hand or by a failing disk: `run` redoes it
+            warn(f"{run_json.parent}: left out, unreadable ({e}); "
+                 f"`python3 -m lab run` with the same options redoes it")
+            continue
         if variants and s["variant"] not in variants:
             continue
         if scenarios and s["scenario"] not in scenarios:

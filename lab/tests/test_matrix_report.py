@@ -289,3 +289,16 @@ def test_report_when_every_boot_of_a_cell_is_left_out(tmp_path):
     text = (out / "report.txt").read_text()
     assert "baseline  no finished run with free threads" in text
     assert (out / "tails.png").stat().st_size > 1000
+
+
+def test_a_damaged_run_is_left_out_with_its_name(tmp_path, capsys):
+    root = tmp_path / "res"
+    for boot in (1, 2):
+        fake_run(root, "baseline", "idle", boot, 50, 300, seed=boot)
+    bad = root / "baseline" / "idle" / "boot-2"
+    (bad / "run.json").write_text('{"status": "o')
+    report.write(root, tmp_path / "rep", {}, "make compare")
+    err = capsys.readouterr().err
+    assert f"{bad}: left out, unreadable" in err
+    a = json.loads((tmp_path / "rep" / "data" / "analysis.json").read_text())
+    assert a["cells"]["idle/baseline"]["boots"] == [1]
