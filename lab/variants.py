@@ -78,7 +78,9 @@ def load(folder: Path) -> Variant:
     missing = [f for f in REQUIRED if not (folder / f).is_file()]
     if missing:
         raise LabError(f"variant {name!r}: missing {', '.join(missing)} in "
-                       f"{folder}")
+                       f"{folder}: finish it (README.md, 'Adding a "
+                       f"variant'), or name the variants you want "
+                       f"(VARIANTS=baseline,...)")
     return Variant(name, folder, tuple(parse_series(folder / "series")))
 
 
@@ -105,5 +107,19 @@ def pick(every: list, names: str, what: str) -> list:
 
 
 def select(names: str = "", root: Path = None) -> list:
-    """Variants named in a comma/space separated list, or all of them."""
-    return pick(discover(root), names, "variant")
+    """Variants named in a comma/space separated list, or all of them.
+
+    Only the named folders are read: a half-made variant stops only the
+    commands that ask for it (or for all).
+    """
+    root = root or paths.VARIANTS_DIR
+    if not names.strip():
+        return discover(root)
+    known = sorted(d.name for d in root.iterdir() if d.is_dir())
+    chosen = []
+    for n in re.split(r"[,\s]+", names.strip()):
+        if n not in known:
+            raise LabError(f"unknown variant {n!r}; known: "
+                           f"{', '.join(known)}")
+        chosen.append(load(root / n))
+    return chosen

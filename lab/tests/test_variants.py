@@ -89,3 +89,16 @@ def test_content_hash_follows_inputs(variant_root):
     (folder / "a.patch").write_text("A")
     (folder / "config").write_text("CONFIG_X=n\n")
     assert variants.load(folder).content_hash("src", "r1") != base
+
+
+def test_a_half_made_variant_stops_only_what_asks_for_it(variant_root):
+    make_variant(variant_root, "baseline", "", {})
+    (variant_root / "half").mkdir()
+    assert [v.name for v in variants.select("baseline", variant_root)] == \
+        ["baseline"]
+    with pytest.raises(LabError, match=r"variant 'half': missing .*finish "
+                                       r"it .*or name the variants"):
+        variants.select("", variant_root)
+    with pytest.raises(LabError, match="unknown variant 'nope'; known: "
+                                       "baseline, half"):
+        variants.select("nope", variant_root)
