@@ -104,7 +104,7 @@ def test_up_to_date_variant_is_not_rebuilt(tmp_path, monkeypatch):
     monkeypatch.setattr(source, "unpacked_source",
                         lambda: (tmp_path, "other-digest", "6.1.192"))
     monkeypatch.setattr(build, "_worktree", lambda repo: tmp_path)
-    monkeypatch.setattr(build, "apply_series", lambda v, t: None)
+    monkeypatch.setattr(build, "checkout_series", lambda v, t: None)
     monkeypatch.setattr(build, "mark_tree", lambda t, h: None)
     with pytest.raises(AssertionError, match="make was called"):
         build.build(v)
@@ -176,3 +176,31 @@ def test_builds_in_one_tree_are_serialised(tmp_path, monkeypatch):
             pass
     with open(tmp_path / "locks" / "v1.lock", "w") as other:
         fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def test_checkout_rewrites_only_the_files_that_change(tree, variant_root,
+                                                      monkeypatch):
+    """A one-line change to a patch must not touch the other files the
+    series patches: their mtimes decide what make recompiles."""
+    monkeypatch.setenv("LAB_CACHE", str(tree.parent / "cache"))
+    (tree / "header.h").write_text("int x;\n")
+    source.git(tree, "add", "header.h")
+    source.git(tree, "commit", "-q", "-m", "header")
+    source.git(tree, "tag", "-f", source.BASE_TAG)
+    header = GOOD.replace("demo.c", "header.h").replace(
+        "@@ -1,5 +1,5 @@\n one\n two\n-three\n+THREE\n four\n five\n",
+        "@@ -1 +1 @@\n-int x;\n+int y;\n")
+    v1 = variants.load(make_variant(variant_root, "v1", "h.patch\ng.patch\n",
+                                    {"h.patch": header, "g.patch": GOOD}))
+    build.checkout_series(v1, tree)
+    assert (tree / "header.h").read_text() == "int y;\n"
+    assert "THREE" in (tree / "demo.c").read_text()
+    before = (tree / "header.h").stat()
+    v2 = variants.load(make_variant(
+        variant_root, "v2", "h.patch\ng.patch\n",
+        {"h.patch": header, "g.patch": GOOD.replace("+THREE", "+3")}))
+    build.checkout_series(v2, tree)
+    assert "3" in (tree / "demo.c").read_text()
+    after = (tree / "header.h").stat()                  # left alone:
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino,
+                                                 before.st_mtime_ns)
