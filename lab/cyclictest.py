@@ -9,9 +9,12 @@ so they are dropped, plus MARGIN_US more: cyclictest prints from its
 main loop every 10 ms, so the count lags the samples taken.
 
 Missed periods: cyclictest skips the periods it overslept instead of
-recording them, so a thread that lost 5 ms every 20 ms records about a
-fifth fewer samples.  They are counted per thread, from the run's
-duration and the thread's interval, and reported beside the latencies.
+recording them (after a wake-up it moves its next expiry past the
+present), so a thread that lost 5 ms every 20 ms records about a fifth
+fewer samples.  A kept sample of latency L skipped floor(L / interval)
+periods; their sum, per thread, is reported beside the latencies (over
+the kept samples only, like the latencies: start-up misses are not
+counted).
 """
 import re
 from pathlib import Path
@@ -49,15 +52,15 @@ def start_counts(path: Path) -> dict:
     return out
 
 
-def measured(out_file: Path, start_file: Path, ct_json: dict,
-             duration_s: float) -> dict:
+def measured(out_file: Path, start_file: Path, ct_json: dict) -> dict:
     """Every thread's samples after the start, and its missed periods.
 
     Returns {"latencies": sorted array of all threads' kept samples,
     "threads": {thread: {interval_us, expected, cycles, missed, dropped,
-    kept, after_start}}} (after_start: samples after the threads were set
-    free, the ones a trace after the same marker can see).  expected is duration / interval; cycles is cyclictest's
-    own count (its JSON), which the printed samples may trail by a few.
+    kept, after_start}}}: after_start, the samples after the threads
+    were set free (the ones a trace after the same marker can see);
+    expected, kept plus missed (the periods due while the kept samples
+    were taken); cycles, cyclictest's own count from its JSON.
     """
     samples, intervals = parse(out_file.read_text(errors="replace"))
     started = start_counts(start_file)
@@ -69,10 +72,12 @@ def measured(out_file: Path, start_file: Path, ct_json: dict,
         kept.extend(values[drop:])
         cycles = int(ct_json.get("thread", {}).get(str(t), {}).get(
             "cycles", len(values)))
-        expected = int(duration_s * 1e6 // interval) if interval else cycles
-        threads[t] = {"interval_us": interval, "expected": expected,
-                      "cycles": cycles, "missed": max(0, expected - cycles),
-                      "dropped": drop, "kept": len(values) - drop,
+        missed = sum(v // interval for v in values[drop:] if v > 0) \
+            if interval else 0
+        threads[t] = {"interval_us": interval, "cycles": cycles,
+                      "expected": len(values) - drop + missed,
+                      "missed": missed, "dropped": drop,
+                      "kept": len(values) - drop,
                       "after_start": len(values) - started.get(t, 0)}
     return {"latencies": np.sort(np.array(kept, dtype=float)),
             "threads": threads}

@@ -209,9 +209,11 @@ def _run_local(todo: list, built: dict, initrds: dict, accel, root: Path,
                     f"and run again") from None
     except BaseException as e:
         pool.shutdown(wait=False, cancel_futures=True)
-        qemu.stop_all()
-        pool.shutdown(wait=True)
-        qemu.stopped()
+        try:
+            qemu.stop_all()
+            pool.shutdown(wait=True)
+        finally:
+            qemu.stopped()
         if isinstance(e, KeyboardInterrupt):
             info(f"stopped after {state['done']} of {len(todo)} runs; run "
                  f"again to resume (runs cut off are redone)")

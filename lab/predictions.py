@@ -25,9 +25,21 @@ def load(path: Path = FILE) -> dict:
 
 
 def outcome(expected: str, verdict: str) -> str:
-    """confirmed, refuted or untested, from a comparison's verdict."""
-    if verdict in ("lower", "higher"):
-        return "confirmed" if verdict == expected else "refuted"
+    """What a comparison's verdict says of a prediction.
+
+    confirmed: the predicted direction was found (", small" if under
+    the ratio rule); refuted: the opposite direction, or a difference
+    where none was predicted; not shown: no difference found where one
+    was predicted; consistent: no difference found where none was
+    predicted (not proof of sameness with 5 boots); untested: withheld
+    or too few boots.
+    """
+    small = verdict.startswith("small ")
+    direction = verdict.split()[-1]
+    if direction in ("lower", "higher"):
+        if direction == expected:
+            return "confirmed, small" if small else "confirmed"
+        return "refuted"
     if verdict == "n.s.":
-        return "confirmed" if expected == "same" else "refuted"
+        return "consistent" if expected == "same" else "not shown"
     return "untested"

@@ -119,12 +119,16 @@ def probe_kvm(kernel: Path, timeout: float = None) -> tuple:
         (text[-1] if text else "no output")
 
 
+# Looked up here, in the parent: a dlopen in a child forked from a
+# threaded program (guests run side by side) can deadlock.
+_prctl = ctypes.CDLL(None, use_errno=True).prctl
+
+
 def _die_with_parent() -> None:
     """In the child before exec: take QEMU down if the lab is killed
     (even by SIGKILL), so no orphan guest writes into a run folder that
     a resumed lab is redoing."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def kill_group(proc: subprocess.Popen) -> None:
@@ -242,8 +246,8 @@ def stop_all() -> None:
     """Kill every running guest; their run() calls raise KeyboardInterrupt
     so that no cut-off run is judged and recorded as finished.  Guests
     can start again after stopped()."""
-    _stopping.set()
     with _running_lock:
+        _stopping.set()
         for proc in list(_running):
             kill_group(proc)
 
@@ -274,6 +278,8 @@ def run(machine: Machine, console: Path, timeout: float) -> Outcome:
                            f"install qemu-system-x86 (`make deps`)") from e
         with _running_lock:
             _running.add(proc)
+            if _stopping.is_set():      # stop_all ran while it started
+                kill_group(proc)
         try:
             if machine.accel.pin:
                 pin_vcpus(proc.pid, machine.cpus)

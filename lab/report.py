@@ -19,7 +19,7 @@ def load(root: Path, variants=None, scenarios=None) -> list:
     for run_json in sorted(root.glob("*/*/boot-*/run.json")):
         try:
             s = results.summarize(run_json.parent)
-        except (OSError, ValueError, KeyError) as e:
+        except (OSError, ValueError, KeyError, LabError) as e:
             # damaged by hand or by a failing disk: `run` redoes it
             warn(f"{run_json.parent}: left out, unreadable ({e}); "
                  f"`python3 -m lab run` with the same options redoes it")
@@ -306,7 +306,7 @@ def _detail(a: dict, scen: str) -> list:
     for var in a["variants"]:
         vs = a["cells"].get(f"{scen}/{var}", {}).get("vs_baseline", {})
         p = vs.get("p99")
-        if p and p["shown"] in ("lower", "higher"):
+        if p and p["shown"].split()[-1] in ("lower", "higher"):
             lo, hi = p["shift_interval"]
             out += _wrap(f"{var}: p99 shift {fmt_us(p['shift'])} us "
                          f"[{fmt_us(lo)}, {fmt_us(hi)}], "

@@ -89,7 +89,7 @@ def summarize(run_dir: Path) -> dict:
     duration = int(record.get("plan_env", {}).get("DURATION", 0)) or 1
     before, after = (softirqs(run_dir / f"softirqs-{w}")
                      for w in ("before", "after"))
-    kept = latency(run_dir, "cyclictest", ct, duration)
+    kept = latency(run_dir, "cyclictest", ct)
     out.update(
         histogram=stats.histogram(kept["latencies"]),
         boot_values=stats.boot_values(kept["latencies"], kept["threads"]),
@@ -108,7 +108,7 @@ def summarize(run_dir: Path) -> dict:
     if traced.is_file():
         over = int(record.get("plan_env", {}).get("TRACE") or 0)
         kept = latency(run_dir, "cyclictest-traced",
-                       json.loads(traced.read_text()), duration)
+                       json.loads(traced.read_text()))
         t = trace.explain_run(run_dir, over)
         if "error" not in t:
             lat = kept["latencies"]
@@ -121,11 +121,10 @@ def summarize(run_dir: Path) -> dict:
     return out
 
 
-def latency(run_dir: Path, stem: str, ct: dict, duration: int) -> dict:
+def latency(run_dir: Path, stem: str, ct: dict) -> dict:
     """The samples of one cyclictest run (lab/cyclictest.py)."""
     out_file = run_dir / f"{stem}.out"
     if not out_file.is_file():
         raise LabError(f"{out_file}: missing; cyclictest's samples (-v) "
                        f"are what the statistics read: run it again")
-    return cyclictest.measured(out_file, run_dir / f"{stem}-start.txt",
-                               ct, duration)
+    return cyclictest.measured(out_file, run_dir / f"{stem}-start.txt", ct)

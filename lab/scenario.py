@@ -36,7 +36,8 @@ REPEATABLE = {"background"}
 # never -a (pinned threads hide the placement effect under test).
 LAB_OWNED = {"-a", "--affinity", "-D", "--duration", "-h", "--histogram",
              "-H", "--histofall", "--histfile", "--json", "-q", "--quiet",
-             "-m", "--mlockall", "-S", "--smp"}
+             "-m", "--mlockall", "-S", "--smp", "-v", "--verbose", "-u",
+             "--unbuffered", "-o", "--oscope", "-N", "--nsecs"}
 # Kernel parameters the lab sets itself (lab/qemu.py).
 LAB_OWNED_CMDLINE = {"console", "panic"}
 MODULE_PARAMS = {"vector", "spin_us", "storm_spin_us", "period_us", "cpu",

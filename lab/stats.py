@@ -128,8 +128,12 @@ def rank_test(x, y) -> tuple[float, float]:
         sums = np.array([rng.permutation(ranks)[:n].sum()
                          for _ in range(EXACT_LIMIT)])
     eps = 1e-9
-    return (float(np.mean(sums <= observed + eps)),
-            float(np.mean(sums >= observed - eps)))
+    if len(sums) == math.comb(total, n):          # every split: exact
+        return (float(np.mean(sums <= observed + eps)),
+                float(np.mean(sums >= observed - eps)))
+    k = len(sums)                    # random splits: never p = 0
+    return (float((np.sum(sums <= observed + eps) + 1) / (k + 1)),
+            float((np.sum(sums >= observed - eps) + 1) / (k + 1)))
 
 
 def _u_null_counts(n: int, m: int) -> np.ndarray:
@@ -167,8 +171,10 @@ def hodges_lehmann(x, y, level: float = LEVEL) -> tuple[float, tuple]:
 def compare(variant: list, base: list, better: str = "lower") -> dict:
     """A variant's per-boot values against baseline's: test and verdict.
 
-    verdict: "lower", "higher" (than baseline), "n.s." or "not enough
-    boots"; whether lower is good is the metric's own (better).
+    verdict: "lower", "higher" (than baseline), "small lower" / "small
+    higher" (significant and beyond the spread, but less than RATIO
+    apart), "n.s." or "not enough boots"; whether lower is good is the
+    metric's own (better).
     """
     v, b = np.asarray(variant, float), np.asarray(base, float)
     v, b = v[~np.isnan(v)], b[~np.isnan(b)]
@@ -183,12 +189,13 @@ def compare(variant: list, base: list, better: str = "lower") -> dict:
     p_lower, p_higher = rank_test(v, b)
     shift, interval = hodges_lehmann(v, b)
     noise = max(spread(v), spread(b))
-    large = (ratio >= RATIO or ratio <= 1 / RATIO) and abs(shift) > noise
+    beyond = abs(shift) > noise
+    far = ratio >= RATIO or ratio <= 1 / RATIO
     verdict = "n.s."
-    if large and shift < 0 and p_lower < ALPHA:
-        verdict = "lower"
-    elif large and shift > 0 and p_higher < ALPHA:
-        verdict = "higher"
+    if beyond and shift < 0 and p_lower < ALPHA:
+        verdict = "lower" if far else "small lower"
+    elif beyond and shift > 0 and p_higher < ALPHA:
+        verdict = "higher" if far else "small higher"
     return dict(out, median=[med_v, med_b], ratio=ratio, shift=shift,
                 shift_interval=interval, spread=noise, p_lower=p_lower,
                 p_higher=p_higher, verdict=verdict)

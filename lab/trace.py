@@ -45,8 +45,9 @@ HARD_IRQS = ("irq_handler", "local_timer", "reschedule",
 # that does is a vCPU the emulator did not run (README.md, "Fidelity").
 STALL_US = 500
 STALLED = "vCPU stalled in an interrupt"
-# Shares that mean the emulator did not run the vCPU (see _cause).
-EMULATOR = (STALLED, "no activity")
+# Shares that mean the emulator did not run the vCPU (see _cause); "no
+# activity" may also be a kernel running with interrupts off.
+EMULATOR = (STALLED,)
 WAKEUP = re.compile(r"(?P<comm>.+?):(?P<pid>\d+) \[-?\d+\]"
                     r"(?: success=\d+)? CPU:(?P<target_cpu>\d+)")
 

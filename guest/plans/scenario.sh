@@ -56,36 +56,41 @@ while [ "$i" -lt "$NBACKGROUND" ]; do
 done
 [ -z "$BG_PHASE_US" ] || usleep "$BG_PHASE_US"
 
-# cyclictest for $1 seconds, every sample printed (-v) to
+# cyclictest for $1 seconds, every sample printed (-v, unbuffered) to
 # /tmp/cyclictest.out, JSON to $2; prints its pid's thread ids with their
 # allowed CPUs, and writes to $3 how many samples each thread had
-# printed when they were set free (lab/cyclictest.py drops those).  Threads are never pinned:
+# printed when they were set free (lab/cyclictest.py drops those).
 # Debian's cyclictest 2.4 pins each thread to a CPU even without -a,
 # which hides the placement effect under test, so every thread's
-# affinity is widened as soon as the threads exist.
+# affinity is widened (or pinned to $PIN) once the threads have pinned
+# themselves: each sets its affinity, then SCHED_FIFO.
 run_cyclictest() {
+	secs=$1 json=$2 startfile=$3
 	# shellcheck disable=SC2086
-	cyclictest $CYCLICTEST -m -q -v -D "$1" -h 20000 \
-		--json="$2" > /tmp/cyclictest.out 2>&1 &
+	cyclictest $CYCLICTEST -m -q -v -u -D "$secs" -h 20000 \
+		--json="$json" > /tmp/cyclictest.out 2>&1 &
 	ct=$!
 	# Few forks while cyclictest starts: in single-threaded TCG and under
 	# -icount a busy vCPU can hold the other one off for milliseconds
 	# (README.md, "Fidelity"), and that would land in the first samples.
+	# So the wait reads /proc with shell builtins only.
 	nthreads=$(echo " $CYCLICTEST " | sed -n 's/.* -t *\([0-9]*\) .*/\1/p')
-	want=$((${nthreads:-1} + 1))
 	tries=0
 	while [ $tries -lt 200 ]; do
-		have=0
-		for t in /proc/$ct/task/*; do have=$((have + 1)); done
-		[ $have -lt "$want" ] || break
+		fifo=0
+		for t in /proc/$ct/task/*; do
+			{ read -r st < "$t/stat"; } 2> /dev/null || continue
+			# shellcheck disable=SC2086
+			set -- $st
+			if [ "${41:-0}" = 1 ]; then fifo=$((fifo + 1)); fi
+		done
+		[ $fifo -lt "${nthreads:-1}" ] || break
 		usleep 1000
 		tries=$((tries + 1))
 	done
-	# one call each: a capture run may have broken off already
 	mask=ff
 	[ -z "$PIN" ] || mask=$(printf '%x' $((1 << PIN)))
-	# cyclictest's threads pin themselves as they start: one that did so
-	# after the call is caught by the next (3 of 54 runs were missed)
+	# one thread may still pin itself after the call: call again
 	tries=0
 	while [ $tries -lt 50 ]; do
 		taskset -a -p "$mask" $ct > /dev/null 2>&1 || true
@@ -95,13 +100,15 @@ run_cyclictest() {
 		usleep 2000
 		tries=$((tries + 1))
 	done
+	# the record is taken a little later, so a late self-pinning shows
+	usleep 100000
 	grep -H Cpus_allowed_list /proc/$ct/task/*/status 2> /dev/null |
 		sed 's|/proc/[0-9]*/task/\([0-9]*\)/status:Cpus_allowed_list:[[:space:]]*|\1 |'
 	# lab/trace.py explains only wake-ups after this point
 	echo "lab: affinity widened" 2> /dev/null \
 		> /sys/kernel/tracing/trace_marker || true
-	awk -F: 'NF == 3 { n[$1 + 0]++ } END { for (t in n) print t, n[t] }' \
-		/tmp/cyclictest.out > "$3"
+	awk -F: '$1 ~ /^ *[0-9]+$/ && $2 ~ /^ *[0-9]+$/ { n[$1 + 0]++ }
+		END { for (t in n) print t, n[t] }' /tmp/cyclictest.out > "$startfile"
 	wait $ct || true
 }
 

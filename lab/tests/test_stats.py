@@ -102,23 +102,43 @@ def test_p_values_never_print_as_zero():
 
 
 def test_missed_periods_from_a_run_with_known_gaps(tmp_path: Path):
-    """Thread 0 at 1000 us lost 400 of 2000 periods (a 5 ms handler every
-    20 ms swallows 4 of each 20); thread 1 at 1500 us lost none.  The
-    first 30 printed samples came before the threads were set free."""
-    lines = ["Thread 0 Interval: 1000", "Thread 1 Interval: 1500"]
+    """Thread 0 at 1000 us: every 16th sample 5000 us late, so cyclictest
+    skipped 5 periods after each; thread 1 at 1500 us never late.  The
+    first 30 and 25 printed samples came before the threads were set
+    free."""
+    lines = ["Thread 0 Interval: 1000", "Thread 1 Interval: 1500",
+             "WARN: stat /dev/cpu_dma_latency failed: No such file"]
     lines += [f"{0:8d}:{i:8d}:{5000 if i % 16 == 0 else 20:8d}"
               for i in range(1600)]
     lines += [f"{1:8d}:{i:8d}:{30:8d}" for i in range(1333)]
     (tmp_path / "ct.out").write_text("\n".join(lines) + "\n")
     (tmp_path / "start.txt").write_text("0 30\n1 25\n")
     ct = {"thread": {"0": {"cycles": 1600}, "1": {"cycles": 1333}}}
-    m = cyclictest.measured(tmp_path / "ct.out", tmp_path / "start.txt",
-                            ct, duration_s=2)
+    m = cyclictest.measured(tmp_path / "ct.out", tmp_path / "start.txt", ct)
     t0, t1 = m["threads"][0], m["threads"][1]
-    assert (t0["expected"], t0["missed"]) == (2000, 400)
-    assert (t1["expected"], t1["missed"]) == (1333, 0)
     # dropped: the start count plus 50 ms of samples
     assert t0["dropped"] == 30 + 50 and t1["dropped"] == 25 + 33
+    late = sum(1 for i in range(80, 1600) if i % 16 == 0)
+    assert (t0["missed"], t0["expected"]) == (5 * late, 1520 + 5 * late)
+    assert (t1["missed"], t1["expected"]) == (0, 1333 - 58)
+    assert t0["after_start"] == 1570 and t0["cycles"] == 1600
     assert len(m["latencies"]) == 1600 - 80 + 1333 - 58
     v = stats.boot_values(m["latencies"], m["threads"])
-    assert v["missed"] == pytest.approx(400 / 3333)
+    assert v["missed"] == pytest.approx(5 * late / (1520 + 5 * late +
+                                                    1333 - 58))
+
+
+def test_a_significant_shift_under_the_ratio_is_small():
+    base = [100, 101, 99, 100, 102]
+    var = [80, 81, 79, 80, 82]                 # 0.8x, far beyond spread
+    assert stats.compare(var, base)["verdict"] == "small lower"
+
+
+def test_predictions_read_no_difference_as_no_proof():
+    from lab import predictions
+    assert predictions.outcome("lower", "lower") == "confirmed"
+    assert predictions.outcome("lower", "small lower") == "confirmed, small"
+    assert predictions.outcome("same", "higher") == "refuted"
+    assert predictions.outcome("lower", "n.s.") == "not shown"
+    assert predictions.outcome("same", "n.s.") == "consistent"
+    assert predictions.outcome("lower", "withheld") == "untested"
