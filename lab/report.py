@@ -260,8 +260,8 @@ def _n(count: int, word: str) -> str:
 
 
 def _cell_rows(a: dict, scen: str) -> list:
-    out = [f"  {'variant':<10}{'p99 per boot (us)':<31}"
-           f"{'>1ms':>6}{'missed':>8}  p99 vs base"]
+    out = [f"  {'variant':<10}{'p99 per boot (us)':<28}"
+           f"{'>1ms':>6}{'missed':>7}  p99 vs base"]
     for var in a["variants"]:
         c = a["cells"].get(f"{scen}/{var}")
         if not c or not c["boots"]:
@@ -273,9 +273,9 @@ def _cell_rows(a: dict, scen: str) -> list:
         missed = _median_pct(pb["missed"])
         vs = c.get("vs_baseline", {}).get("p99")
         word = _verdict_word(vs)
-        row = f"  {var:<10}{vals:<31}{over:>6}{missed:>8}  {word}".rstrip()
-        if len(row) > WIDTH or len(vals) > 30:
-            out.append(f"  {var:<10}{'':<31}{over:>6}{missed:>8}  "
+        row = f"  {var:<10}{vals:<28}{over:>6}{missed:>7}  {word}".rstrip()
+        if len(row) > WIDTH or len(vals) > 27:
+            out.append(f"  {var:<10}{'':<28}{over:>6}{missed:>7}  "
                        f"{word}".rstrip())
             out += _wrap(vals, "      ")
         else:
@@ -295,9 +295,10 @@ def _verdict_word(vs) -> str:
     if not vs:
         return ""
     if vs["shown"] == "not enough boots":
-        return f"too few boots ({min(vs['boots'])})"
-    if vs["shown"] == "withheld":
-        return "withheld"
+        return f"too few ({min(vs['boots'])})"
+    if vs["shown"] in ("withheld", "n.s.") or vs["shown"].startswith(
+            "small"):
+        return vs["shown"]
     return f"{vs['shown']} x{vs['ratio']:.2f}"
 
 
@@ -333,7 +334,8 @@ def text_report(runs: list, a: dict, descriptions: dict) -> str:
         f"{stats.ALPHA}; medians {stats.RATIO}x apart or more; and a "
         f"Hodges-Lehmann shift larger than the larger boots' spread "
         f"(interquartile range) of the two cells. At least "
-        f"{stats.MIN_BOOTS} boots per cell, else 'too few boots'. "
+        f"{stats.MIN_BOOTS} boots per cell, else 'too few (n)'. 'small': "
+        f"significant and beyond the spread, but under {stats.RATIO}x. "
         f"'withheld': the traces blame the emulator for the scenario's "
         f"worst cases, or a variant's traced run does not match "
         f"cyclictest's own samples (the lab cannot say what caused them), "
