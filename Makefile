@@ -27,7 +27,7 @@ LAVA_CLIENT = $(if $(filter lava,$(RUNNER)),lavacli)
 # A LAVA instance on this machine: `make lava-local`, and `make check`.
 LAVA_LOCAL = lava-server lava-dispatcher lavacli postgresql
 
-.PHONY: all lab compare check deps deps-lava lava-local lava-local-down \
+.PHONY: all lab compare check test deps deps-lava lava-local lava-local-down \
 	variants health accel clean help
 
 all: help
@@ -36,6 +36,7 @@ help:
 	@echo "make lab       build the variants, run the matrix, write the report"
 	@echo "make compare   write the report again from existing results"
 	@echo "make check     run the tests (unit tests, then boot tests)"
+	@echo "make test      the unit tests only (under a minute)"
 	@echo "make variants  build the variant kernels (cached)"
 	@echo "make health    boot each variant and prove which kernel it is"
 	@echo "make accel     say which accelerator guests use, and why"
@@ -74,6 +75,11 @@ lab: deps
 
 compare: deps
 	@$(LAB) compare $(MATRIX) --runner $(RUNNER)
+
+# The host side's unit tests only: no kernel build, no guest, no LAVA.
+test:
+	@$(PY) -m pytest -p no:cacheprovider -q lab/tests \
+		--ignore-glob='lab/tests/test_zz_*'
 
 # The tests include an end-to-end run through a local LAVA.
 check: deps-lava
