@@ -121,10 +121,12 @@ def cmd_fidelity(args) -> int:
 
 def _report(args, root, names, scens) -> int:
     out = Path(args.out) if args.out else report.default_folder(args.name)
-    descriptions = {s.name: s.description for s in scenario.discover()}
+    every = scenario.discover()
+    descriptions = {s.name: s.description for s in every}
+    busy = {s.name for s in every if s.both_busy}
     command = _command(args, "variants", "scenarios", "boots", "jobs",
                        "results", "name")
-    report.write(root, out, descriptions, command, names, scens)
+    report.write(root, out, descriptions, command, names, scens, busy)
     print((out / "report.txt").read_text(), end="")
     info(f"report: {out}/report.txt, {out}/report.md")
     return 0

@@ -30,7 +30,8 @@ from .variants import pick
 SCENARIO_DIR = paths.REPO / "common" / "scenarios"
 SUFFIX = ".scenario"
 KEYS = {"description", "duration", "cyclictest", "module", "background",
-        "disk", "probe", "probe_module", "append", "trace", "pin"}
+        "disk", "probe", "probe_module", "append", "trace", "pin",
+        "both_busy"}
 REPEATABLE = {"background"}
 # cyclictest options the lab sets itself: duration, histogram, output, and
 # never -a (pinned threads hide the placement effect under test).
@@ -61,6 +62,9 @@ class Scenario:
     # cyclictest's threads pinned to this CPU (controls, and the case
     # placement cannot help); None: free to move, the lab's default.
     pin: int = None
+    # Both vCPUs busy: under icount one waits while the other runs; the
+    # null control null-hog measures what that costs (README "Fidelity").
+    both_busy: bool = False
 
     @property
     def digest(self) -> str:
@@ -164,6 +168,11 @@ def parse(path: Path) -> Scenario:
             _check_cyclictest(value, where)
         elif key == "append":
             _check_append(value, where)
+        elif key == "both_busy":
+            if value not in ("yes", "no"):
+                raise LabError(f"{where}: both_busy must be yes or no, got "
+                               f"{value!r}")
+            value = value == "yes"
         values[key] = value
     for required in ("description", "duration"):
         if required not in values:

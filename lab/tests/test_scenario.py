@@ -134,6 +134,16 @@ def test_pinned_threads_and_a_random_phase_per_boot(tmp_path):
                              "pin = 2\n"))
 
 
+def test_both_busy_is_yes_or_no(tmp_path):
+    s = scenario.parse(write(tmp_path, "description = x\nduration = 5\n"
+                             "both_busy = yes\n"))
+    assert s.both_busy
+    with pytest.raises(LabError, match=r"s.scenario:3: both_busy must be "
+                                       r"yes or no"):
+        scenario.parse(write(tmp_path, "description = x\nduration = 5\n"
+                             "both_busy = 2\n"))
+
+
 def test_threads_placed_as_the_scenario_asked(tmp_path):
     from lab import results
     (tmp_path / "affinity.txt").write_text("41 0\n42 0\n")
