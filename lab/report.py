@@ -99,6 +99,8 @@ def analyse(runs: list, traces: dict = None, predicted: dict = None,
             if r["scenario"] == NULL_CONTROL and r["variant"] == "baseline"
             and r["affinity"]["as_asked"]]
     out = {"variants": variants, "scenarios": scenarios, "cells": {},
+           "probe_args": {r["scenario"]: r.get("plan_env", {}).get(
+               "PROBE_ARGS", "") for r in ok},
            "withheld": {s: w for s in scenarios
                         if (w := emulator_blamed(traces, s, variants,
                                                  s in busy, null))},
@@ -155,7 +157,7 @@ def shown_verdict(cmp: dict, withheld_reason) -> str:
     if cmp["verdict"] == "n.s." and min(cmp["p_lower"],
                                         cmp["p_higher"]) < stats.ALPHA \
             and abs(cmp["shift"]) <= cmp["spread"]:
-        return "withheld"       # significant, but within the boots' spread
+        return "withheld (spread)"  # significant, within the boots' spread
     return cmp["verdict"]
 
 
@@ -219,7 +221,11 @@ def _setup_lines(runs: list, a: dict, descriptions: dict) -> list:
     out += _wrap(f"Guest: {q['qemu_version']}, {r0.get('cpus', 2)} vCPUs, "
                  f"{' '.join(q['accel']['args'])}"
                  + (f", guest {q['accel']['append']}"
-                    if q['accel'].get('append') else "") + ".", "  ")
+                    if q['accel'].get('append') else "")
+                 + (" (one CPU at boot, where icount's round-robin hangs; "
+                    "init brings CPU1 online before any test)"
+                    if "maxcpus=1" in q['accel'].get('append', "") else "")
+                 + ".", "  ")
     out += _wrap(f"Host CPU: {q['host_cpu']}.", "  ")
     out += _wrap("cyclictest -p 99 -m, threads free to move (affinity "
                  "widened after start; samples before that dropped); a "
@@ -246,15 +252,24 @@ def _summary(runs: list, a: dict) -> list:
              f"{_n(len(a['scenarios']), 'scenario')}, {span} boot(s) per "
              f"cell (the boot is the unit: one value per boot).",
              "Medium: " + _medium(runs[0]) + "."]
-    holds = defaultdict(list)
+    holds, few, none = defaultdict(list), [], []
     for key, c in a["cells"].items():
         vs = c.get("vs_baseline", {}).get("p99")
+        scen, var = key.split("/")
         if vs and vs["shown"] in ("lower", "higher"):
-            scen, var = key.split("/")
-            holds[f"{var} {vs['shown']} p99"].append(scen)
-    lines.append("Holds: " + ("; ".join(f"{k} in {', '.join(v)}"
-                                       for k, v in holds.items())
-                              if holds else "no p99 verdict") + ".")
+            holds[f"{var} {vs['shown']} p99"].append(
+                f"{scen} x{vs['ratio']:.2f}")
+        elif vs and vs["shown"] == "not enough boots":
+            few.append(f"{var} {scen}")
+        elif vs and vs["shown"] == "n.s.":
+            none.append(f"{var} {scen}")
+    lines.append("Holds (5+ boots a side, exact rank test): " + (
+        "; ".join(f"{k} in {', '.join(v)}" for k, v in holds.items())
+        if holds else "no p99 verdict") + ".")
+    if none:
+        lines.append("No difference detected: " + ", ".join(none) + ".")
+    if few:
+        lines.append("Too few boots: " + ", ".join(few) + ".")
     if a["withheld"]:
         lines.append("Withheld (emulator): " + ", ".join(a["withheld"])
                      + ".")
@@ -311,9 +326,10 @@ def _verdict_word(vs) -> str:
     if not vs:
         return ""
     if vs["shown"] == "not enough boots":
-        return f"too few ({min(vs['boots'])})"
-    if vs["shown"] in ("withheld", "n.s.") or vs["shown"].startswith(
-            "small"):
+        n, base = vs["boots"]
+        return f"too few ({n})" if n < stats.MIN_BOOTS else \
+            f"too few (base {base})"
+    if vs["shown"].startswith(("withheld", "n.s.", "small")):
         return vs["shown"]
     return f"{vs['shown']} x{vs['ratio']:.2f}"
 
@@ -323,6 +339,11 @@ def _detail(a: dict, scen: str) -> list:
     for var in a["variants"]:
         vs = a["cells"].get(f"{scen}/{var}", {}).get("vs_baseline", {})
         p = vs.get("p99")
+        if p and p["shown"] == "withheld" and p["verdict"] != "n.s.":
+            out += _wrap(f"{var}: the test alone would say p99 "
+                         f"{p['verdict']} x{p['ratio']:.2f} "
+                         f"({stats.fmt_p(min(p['p_lower'], p['p_higher']))})"
+                         f"; withheld as above.", "    ")
         if p and p["shown"].split()[-1] in ("lower", "higher"):
             lo, hi = p["shift_interval"]
             out += _wrap(f"{var}: p99 shift {fmt_us(p['shift'])} us "
@@ -355,8 +376,9 @@ def text_report(runs: list, a: dict, descriptions: dict) -> str:
         f"'withheld': the scenario keeps both vCPUs busy and the null "
         f"control null-hog shows emulator latency over "
         f"{fmt_us(NULL_LIMIT_US)} us, or traces that agree with "
-        f"cyclictest blame the emulator for its worst cases, or the "
-        f"shift is within the boots' spread. "
+        f"cyclictest blame the emulator for its worst cases. 'withheld "
+        f"(spread)': significant, but the shift is within the boots' "
+        f"spread. 'too few (base n)': baseline has n boots. "
         f">1ms and missed (periods cyclictest skipped, of those due) are "
         f"medians over boots. Latencies in microseconds.", "  ")
     for scen in a["scenarios"]:
@@ -386,8 +408,10 @@ def _probe_rows(a: dict, scen: str) -> list:
             if "probe" in a["cells"].get(f"{scen}/{v}", {})]
     if not rows:
         return []
-    out = ["  probe, RT task woken inside the handler (wake-ups issued "
-           "in time):"]
+    pinned = " -P" in f" {a['probe_args'].get(scen, '')} "
+    out = ["  probe, RT task woken inside the handler" + (
+        ", pinned to CPU0" if pinned else "") + " (wake-ups issued in "
+        "time):"]
     for var, p in rows:
         out.append(f"  {var:<10}median {fmt_us(p['median_us'])}, p99 "
                    f"{fmt_us(p['p99_us'])}, moved {p['moved'] * 100:.0f}% "
@@ -396,13 +420,17 @@ def _probe_rows(a: dict, scen: str) -> list:
 
 
 def _cost_rows(a: dict, scen: str) -> list:
+    """The cost metrics per variant: medians, with verdicts unless the
+    scenario is withheld."""
     cells = [(v, a["cells"][f"{scen}/{v}"]) for v in a["variants"]
              if f"{scen}/{v}" in a["cells"]]
     metrics = sorted({m for _, c in cells for m in c["cost"]
                       if m != "ksoftirqd_cpu_percent"})
     if not metrics and scen != "cost":
         return []
-    out = ["  cost, median over boots (verdict against baseline):"]
+    out = ["  cost, median over boots " + ("(shown only: withheld):"
+                                          if scen in a["withheld"] else
+                                          "(verdict against baseline):")]
     for var, c in cells:
         parts = []
         for m in metrics + ["ksoftirqd_cpu_percent"]:
@@ -410,7 +438,8 @@ def _cost_rows(a: dict, scen: str) -> list:
             if not v:
                 continue
             vs = c.get("vs_baseline", {}).get(m)
-            word = f" {_verdict_word(vs)}" if vs else ""
+            word = f" {_verdict_word(vs)}" if vs and \
+                scen not in a["withheld"] else ""
             parts.append(f"{m} {sorted(v)[len(v) // 2]:.3g}{word}")
         out += _wrap(f"{var}: " + ", ".join(parts), "  ")
     return out

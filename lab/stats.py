@@ -97,7 +97,7 @@ def boot_values(latencies: np.ndarray, threads: dict) -> dict:
     expected = sum(t["expected"] for t in threads.values())
     missed = sum(t["missed"] for t in threads.values())
     out["samples"] = int(len(latencies))
-    out["missed"] = missed / expected if expected else 0.0
+    out["missed"] = missed / expected if expected else float("nan")
     return out
 
 

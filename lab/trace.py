@@ -346,11 +346,13 @@ def agreement(t: dict, samples: int, p99_us: float, max_us: float) -> dict:
     """
     why = []
     if abs(t["wakeups"] - samples) > 0.02 * samples:
-        why.append(f"{t['wakeups']} windows against {samples} samples")
+        why.append(f"{t['wakeups']} windows, {samples} samples")
     if abs(t["max_us"] - max_us) > max(0.05 * max_us, AGREE_US):
-        why.append(f"max {t['max_us']} against {max_us:.0f} us")
+        why.append(f"trace max {t['max_us']} us, cyclictest "
+                   f"{max_us:.0f} us")
     if abs(t["p99_us"] - p99_us) > max(0.05 * p99_us, AGREE_US):
-        why.append(f"p99 {t['p99_us']} against {p99_us:.0f} us")
+        why.append(f"trace p99 {t['p99_us']} us, cyclictest "
+                   f"{p99_us:.0f} us")
     return {"ok": not why, "why": "; ".join(why)}
 
 

@@ -200,8 +200,8 @@ def test_a_trace_that_disagrees_with_cyclictest_is_flagged():
     t = {"wakeups": 5604, "max_us": 24566, "p99_us": 3966}
     bad = trace.agreement(t, samples=7741, p99_us=7956, max_us=24592)
     assert not bad["ok"]
-    assert bad["why"] == "5604 windows against 7741 samples; p99 3966 " \
-                         "against 7956 us"
+    assert bad["why"] == "5604 windows, 7741 samples; trace p99 3966 " \
+                         "us, cyclictest 7956 us"
     good = {"wakeups": 7973, "max_us": 5026, "p99_us": 4781}
     assert trace.agreement(good, 7981, 4802, 5047)["ok"]
 
