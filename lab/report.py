@@ -339,7 +339,8 @@ def _detail(a: dict, scen: str) -> list:
     for var in a["variants"]:
         vs = a["cells"].get(f"{scen}/{var}", {}).get("vs_baseline", {})
         p = vs.get("p99")
-        if p and p["shown"] == "withheld" and p["verdict"] != "n.s.":
+        if p and p["shown"] == "withheld" and p["verdict"] not in (
+                "n.s.", "not enough boots"):
             out += _wrap(f"{var}: the test alone would say p99 "
                          f"{p['verdict']} x{p['ratio']:.2f} "
                          f"({stats.fmt_p(min(p['p_lower'], p['p_higher']))})"
