@@ -410,9 +410,9 @@ def _probe_rows(a: dict, scen: str) -> list:
     if not rows:
         return []
     pinned = " -P" in f" {a['probe_args'].get(scen, '')} "
-    out = ["  probe, RT task woken inside the handler" + (
+    out = _wrap("probe, RT task woken inside the handler" + (
         ", pinned to CPU0" if pinned else "") + " (wake-ups issued in "
-        "time):"]
+        "time):", "  ")
     for var, p in rows:
         out.append(f"  {var:<10}median {fmt_us(p['median_us'])}, p99 "
                    f"{fmt_us(p['p99_us'])}, moved {p['moved'] * 100:.0f}% "
