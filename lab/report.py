@@ -206,9 +206,8 @@ def kernel_setup() -> str:
 def _medium(r0: dict) -> str:
     acc = r0["qemu"]["accel"]
     if acc["name"] == "tcg" and any("icount" in a for a in acc["args"]):
-        return ("QEMU TCG under -icount: virtual time under icount (each "
-                "instruction a fixed time, the vCPUs run in turn on one "
-                "host thread), not hardware time")
+        return ("virtual time under icount (QEMU TCG: each instruction a "
+                "fixed time, vCPUs run in turn), not hardware time")
     return f"QEMU, accelerator {acc['name']}"
 
 
@@ -244,32 +243,47 @@ def _setup_lines(runs: list, a: dict, descriptions: dict) -> list:
     return out
 
 
+def _by_scenario(pairs: list, variants: list) -> str:
+    """'long-block (zijlstra), idle' from (variant, scenario) pairs: a
+    scenario without a list holds for every compared variant."""
+    per = defaultdict(list)
+    for var, scen in pairs:
+        per[scen].append(var)
+    others = [v for v in variants if v != "baseline"]
+    return ", ".join(scen if sorted(vs) == sorted(others) else
+                     f"{scen} ({', '.join(vs)})" for scen, vs in per.items())
+
+
 def _summary(runs: list, a: dict) -> list:
+    """At most SUMMARY_LINES lines: what was compared, the medium, what
+    holds, what could not be decided and why."""
     boots = sorted({len(c["boots"]) for c in a["cells"].values()}) or [0]
     span = str(boots[0]) if boots[0] == boots[-1] else \
         f"{boots[0]}-{boots[-1]}"
     lines = [f"{_n(len(a['variants']), 'kernel')} x "
-             f"{_n(len(a['scenarios']), 'scenario')}, {span} boot(s) per "
-             f"cell (the boot is the unit: one value per boot).",
+             f"{_n(len(a['scenarios']), 'scenario')}, {span} boots per "
+             f"cell, one value per boot.",
              "Medium: " + _medium(runs[0]) + "."]
     holds, few, none = defaultdict(list), [], []
     for key, c in a["cells"].items():
         vs = c.get("vs_baseline", {}).get("p99")
         scen, var = key.split("/")
         if vs and vs["shown"] in ("lower", "higher"):
-            holds[f"{var} {vs['shown']} p99"].append(
+            holds[f"{var} {vs['shown']}"].append(
                 f"{scen} x{vs['ratio']:.2f}")
         elif vs and vs["shown"] == "not enough boots":
-            few.append(f"{var} {scen}")
+            few.append((var, scen))
         elif vs and vs["shown"] == "n.s.":
-            none.append(f"{var} {scen}")
-    lines.append("Holds (5+ boots a side, exact rank test): " + (
+            none.append((var, scen))
+    lines.append("p99 holds (exact rank test, 5+ boots a side): " + (
         "; ".join(f"{k} in {', '.join(v)}" for k, v in holds.items())
-        if holds else "no p99 verdict") + ".")
+        if holds else "nothing") + ".")
     if none:
-        lines.append("No difference detected: " + ", ".join(none) + ".")
+        lines.append("No difference detected: " +
+                     _by_scenario(none, a["variants"]) + ".")
     if few:
-        lines.append("Too few boots: " + ", ".join(few) + ".")
+        lines.append("Too few boots: " + _by_scenario(few, a["variants"])
+                     + ".")
     if a["withheld"]:
         lines.append("Withheld (emulator): " + ", ".join(a["withheld"])
                      + ".")
@@ -283,7 +297,10 @@ def _summary(runs: list, a: dict) -> list:
     out = []
     for line in lines:
         out += _wrap(line, "  ")
-    return out
+    return out[:SUMMARY_LINES]
+
+
+SUMMARY_LINES = 10
 
 
 def _n(count: int, word: str) -> str:

@@ -142,9 +142,9 @@ def test_report_from_run_folders(tmp_path):
     summary = lines[3:lines.index("")] if "" in lines[3:] else []
     summary = lines[3:3 + lines[3:].index("")]
     assert 2 <= len(summary) <= 10
-    assert "Holds (5+ boots a side, exact rank test): better lower p99 " \
+    assert "p99 holds (exact rank test, 5+ boots a side): better lower " \
            "in long x0.08." in " ".join(x.strip() for x in summary)
-    assert "No difference detected: better idle." in " ".join(
+    assert "No difference detected: idle." in " ".join(
         x.strip() for x in summary)
     assert "long: a long handler" in text
     assert "guest hung: watchdog" in text          # failed run listed
