@@ -275,7 +275,7 @@ def _summary(runs: list, a: dict) -> list:
             few.append((var, scen))
         elif vs and vs["shown"] == "n.s.":
             none.append((var, scen))
-    lines.append("p99 holds (exact rank test, 5+ boots a side): " + (
+    lines.append("p99 holds (rank test, 5+ boots): " + (
         "; ".join(f"{k} in {', '.join(v)}" for k, v in holds.items())
         if holds else "nothing") + ".")
     if none:

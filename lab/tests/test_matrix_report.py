@@ -142,7 +142,7 @@ def test_report_from_run_folders(tmp_path):
     summary = lines[3:lines.index("")] if "" in lines[3:] else []
     summary = lines[3:3 + lines[3:].index("")]
     assert 2 <= len(summary) <= 10
-    assert "p99 holds (exact rank test, 5+ boots a side): better lower " \
+    assert "p99 holds (rank test, 5+ boots): better lower " \
            "in long x0.08." in " ".join(x.strip() for x in summary)
     assert "No difference detected: idle." in " ".join(
         x.strip() for x in summary)
