@@ -2,7 +2,7 @@
 
 The effects under test are milliseconds, and so is an emulator's noise;
 whether the placement effect shows at all depends on how QEMU runs the
-vCPUs (shared/design/lab.md).  `python3 -m lab fidelity` runs the same
+vCPUs (README.md, "Fidelity").  `python3 -m lab fidelity` runs the same
 scenarios under several of these settings and tables the noise floor of
 each, so the lab's default is chosen by measurement (README.md).
 """
