@@ -35,17 +35,31 @@ def test_the_traced_run_is_measured_for_the_overhead(traced):
         assert r["trace"]["wakeups"] > 1000, r["trace"]
 
 
+def kernel_worst(r: dict) -> list:
+    """The worst windows not blamed on the emulator: a vCPU that stands
+    still inside an interrupt (about 4 ms, one guest tick, seen in every
+    scenario's traces under icount) is not a kernel cause."""
+    return [x for x in r["trace"]["worst"] if not x["emulator"]]
+
+
 def test_baseline_worst_case_is_the_softirq_on_its_cpu(traced):
     # inline or in ksoftirqd: either way the handler runs with bottom
     # halves off on the task's CPU, and the RT task waits for it
-    worst = traced["baseline"]["trace"]["worst"][0]
+    worst = kernel_worst(traced["baseline"])[0]
     assert worst["latency_us"] > 3000
     assert worst["cause"].startswith("BLOCK softirq")
     assert f"on CPU{worst['ran_on']}, the task's CPU" in worst["cause"]
 
 
 def test_stultz_worst_case_is_not_a_softirq_on_its_cpu(traced):
-    worst = traced["stultz-v5"]["trace"]["worst"][0]
-    assert "softirq on CPU" not in worst["cause"], worst
-    assert worst["latency_us"] < \
-        traced["baseline"]["trace"]["worst"][0]["latency_us"]
+    """Seen once: stultz-v5's two worst windows were CPU1 "standing
+    still" in an interrupt for 5.5 and 4.1 ms while cyclictest's own max
+    in that run was 110 us; the agreement check flagged the trace.  So
+    the kernel causes are read from the windows not blamed on the
+    emulator, and the latency from cyclictest itself."""
+    stultz = traced["stultz-v5"]
+    # (all three may be stalls: then there is no kernel cause to check)
+    for x in kernel_worst(stultz):
+        assert "softirq on CPU" not in x["cause"], x
+    assert max(stultz["traced_histogram"]) < \
+        kernel_worst(traced["baseline"])[0]["latency_us"]
