@@ -1,9 +1,9 @@
 """The trace phase in real guests: a 5 ms BLOCK handler every 20 ms on
 CPU0, CPU1 idle.  Measured under icount-3-nosleep (4 s runs): baseline's
 worst wake-ups were the BLOCK softirq on the task's own CPU, inline or
-in ksoftirqd/0 (4809 and 4971 us in two runs); stultz-v5's were not a
-softirq on its CPU at all (62 us: interrupts and a late IPI on CPU1,
-where it was placed)."""
+in ksoftirqd/0 (4809 and 4971 us in two runs); stultz-v5's were mostly
+not a softirq on its CPU (62 us: interrupts and a late IPI on CPU1,
+where it was placed), but not always (below)."""
 import pytest
 
 from lab import matrix, results, scenario, variants
@@ -51,15 +51,13 @@ def test_baseline_worst_case_is_the_softirq_on_its_cpu(traced):
     assert f"on CPU{worst['ran_on']}, the task's CPU" in worst["cause"]
 
 
-def test_stultz_worst_case_is_not_a_softirq_on_its_cpu(traced):
-    """Seen once: stultz-v5's two worst windows were CPU1 "standing
-    still" in an interrupt for 5.5 and 4.1 ms while cyclictest's own max
-    in that run was 110 us; the agreement check flagged the trace.  So
-    the kernel causes are read from the windows not blamed on the
-    emulator, and the latency from cyclictest itself."""
-    stultz = traced["stultz-v5"]
-    # (all three may be stalls: then there is no kernel cause to check)
-    for x in kernel_worst(stultz):
-        assert "softirq on CPU" not in x["cause"], x
-    assert max(stultz["traced_histogram"]) < \
-        kernel_worst(traced["baseline"])[0]["latency_us"]
+def test_stultz_moves_most_wakeups_off_the_softirq_cpu(traced):
+    """Placement is not perfect: in one traced run stultz-v5's three
+    worst windows were the BLOCK softirq on CPU0, 5.0 ms, with the trace
+    agreeing with cyclictest (max 5109 us), while the untraced run of the
+    same boot had a max of 43 us.  What holds run after run is the
+    count: baseline waits for the handler in about every fifth period,
+    stultz-v5 in a few of thousands."""
+    base, stultz = traced["baseline"]["trace"], traced["stultz-v5"]["trace"]
+    assert base["over"] > 100, base["over"]
+    assert stultz["over"] * 10 < base["over"], (stultz["over"], base["over"])
