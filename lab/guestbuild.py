@@ -56,16 +56,12 @@ def module(variant, built: build.Built) -> Path:
         return dest / MODULE_NAME      # no need to switch the shared tree
     with build.locked(built.tree.name):
         build.ensure_tree(variant, built)
-        return _module(built, dest)
-
-
-def _module(built: build.Built, dest: Path) -> Path:
-    return _build_in_copy(
-        MODULE_SRC, dest,
-        lambda tmp: ["make", "-C", str(built.tree), f"O={built.objdir}",
-                     f"ARCH={build.ARCH}", "LOCALVERSION=", f"M={tmp}",
-                     "modules"],
-        MODULE_NAME, f"{MODULE_NAME} for variant {built.variant}")
+        return _build_in_copy(
+            MODULE_SRC, dest,
+            lambda tmp: ["make", "-C", str(built.tree), f"O={built.objdir}",
+                         f"ARCH={build.ARCH}", "LOCALVERSION=", f"M={tmp}",
+                         "modules"],
+            MODULE_NAME, f"{MODULE_NAME} for variant {built.variant}")
 
 
 def probe() -> Path:

@@ -285,27 +285,6 @@ def placement(x: dict) -> str:
     return f"{woke}, ran on CPU{x['ran_on']}"
 
 
-def stalls(events: list, start: float = 0.0) -> dict:
-    """vCPU stalls after `start`: stretches inside a hard interrupt with
-    no event for longer than STALL_US (no handler here runs that long:
-    the emulator was running the other vCPU).  Counted on every CPU,
-    whatever the wake-up windows saw."""
-    depth, last, found = {}, {}, []
-    for e in events:
-        edge = hard_edge(e.name)
-        if depth.get(e.cpu) and e.ts >= start and e.cpu in last:
-            gap = (e.ts - last[e.cpu]) * 1e6
-            if gap > STALL_US:
-                found.append(gap)
-        last[e.cpu] = e.ts
-        if edge == "entry":
-            depth[e.cpu] = depth.get(e.cpu, 0) + 1
-        elif edge == "exit":
-            depth[e.cpu] = max(0, depth.get(e.cpu, 0) - 1)
-    return {"count": len(found), "longest_us": round(max(found, default=0)),
-            "total_us": round(sum(found))}
-
-
 def explain_run(run_dir: Path, over_us: int, worst: int = 3) -> dict:
     """The run's trace: how many wake-ups, how many over `over_us`, and
     the `worst` ones explained; {"error": ...} if it cannot be read."""
