@@ -172,7 +172,7 @@ def emulator_blamed(traces: dict, scen: str, variants: list,
       vCPU standing still in an interrupt) for most of a variant's worst
       wake-ups.
     """
-    if both_busy and null and sorted(null)[len(null) // 2] > NULL_LIMIT_US:
+    if both_busy and null and _median(null) > NULL_LIMIT_US:
         return (f"emulator: both vCPUs busy, and the null control "
                 f"null-hog (no softirq load) has p99 {fmt_us(min(null))}-"
                 f"{fmt_us(max(null))} us on baseline")
@@ -334,9 +334,16 @@ def _cell_rows(a: dict, scen: str) -> list:
     return out
 
 
+def _median(values: list) -> float:
+    """The upper median of the values that are numbers (NaN: no sample
+    kept), as the report prints medians over boots; NaN if none."""
+    v = sorted(x for x in values if x == x)
+    return v[len(v) // 2] if v else float("nan")
+
+
 def _median_pct(values: list) -> str:
-    v = [x for x in values if x == x]
-    return f"{100 * sorted(v)[len(v) // 2]:.1f}%" if v else "-"
+    m = _median(values)
+    return f"{100 * m:.1f}%" if m == m else "-"
 
 
 def _verdict_word(vs) -> str:
@@ -452,13 +459,13 @@ def _cost_rows(a: dict, scen: str) -> list:
     for var, c in cells:
         parts = []
         for m in metrics + ["ksoftirqd_cpu_percent"]:
-            v = [x for x in c["cost"].get(m, []) if x == x]
-            if not v:
+            v = _median(c["cost"].get(m, []))
+            if v != v:
                 continue
             vs = c.get("vs_baseline", {}).get(m)
             word = f" {_verdict_word(vs)}" if vs and \
                 scen not in a["withheld"] else ""
-            parts.append(f"{m} {sorted(v)[len(v) // 2]:.3g}{word}")
+            parts.append(f"{m} {v:.3g}{word}")
         out += _wrap(f"{var}: " + ", ".join(parts), "  ")
     return out
 
