@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import boot, build, guestbuild, paths, qemu, store
+from . import boot, build, guestbuild, paths, qemu, qemubuild, store
 from .log import LabError, fmt_seconds, info
 
 PLAN = paths.GUEST_DIR / "plans" / "scenario.sh"
@@ -69,8 +69,9 @@ class Cell:
 
 def emulation(accel: qemu.Accel) -> list:
     """What makes two runs' emulation the same: QEMU's accelerator
-    options and the guest parameters the setting adds."""
-    return [accel.args, accel.append]
+    options, the guest parameters the setting adds, and which QEMU build
+    (the lab's, by its hash, or Debian's)."""
+    return [accel.args, accel.append, accel.emulator.get("build", "")]
 
 
 def finished(run_dir: Path, kernel_hash: str, scenario_digest: str,
@@ -81,7 +82,8 @@ def finished(run_dir: Path, kernel_hash: str, scenario_digest: str,
         return False
     if accel is not None:
         ran = record.get("qemu", {}).get("accel", {})
-        if [ran.get("args"), ran.get("append", "")] != emulation(accel):
+        if [ran.get("args"), ran.get("append", ""),
+                ran.get("emulator", {}).get("build", "")] != emulation(accel):
             return False
     if ("lava" in record) != (runner == "lava"):
         return False
@@ -138,6 +140,8 @@ def run(variants: list, scenarios: list, boots: int,
         accel = lava.accel()
     accel = accel or qemu.choose_accel(built[variants[0].name].image)
     info(f"accelerator: {accel.summary()}")
+    if accel.emulator and lava is None:
+        qemubuild.ensure()      # built now, not by the first guest
 
     # Boot-major order: every cell gets its first boot before any gets a
     # second, so a stopped matrix is still a usable comparison.

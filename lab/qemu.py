@@ -21,15 +21,21 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import paths
+from . import paths, qemubuild
 from .log import LabError, warn
 
 PR_SET_PDEATHSIG = 1
 KVM_PROBE_SECONDS = float(os.environ.get("LAB_KVM_PROBE_SECONDS", "6"))
 
 
-def qemu_binary() -> str:
-    return os.environ.get("LAB_QEMU", "qemu-system-x86_64")
+def qemu_binary(accel: "Accel" = None) -> str:
+    """LAB_QEMU if set, else the lab's QEMU build when the setting needs
+    it (lab/qemubuild.py), else Debian's."""
+    if os.environ.get("LAB_QEMU"):
+        return os.environ["LAB_QEMU"]
+    if accel is not None and accel.emulator:
+        return str(qemubuild.ensure())
+    return "qemu-system-x86_64"
 
 
 def kvm_device() -> Path:
@@ -46,24 +52,29 @@ class Accel:
     setting: str = ""  # a lab/settings.py name, "" for the lab's choice
     append: str = ""   # guest kernel parameters the setting adds
     pin: bool = False  # pin vCPU thread i to host core i
+    # the lab's QEMU build (lab/qemubuild.provenance()), {} for Debian's
+    emulator: dict = field(default_factory=dict)
 
     def summary(self) -> str:
         """One line for people: what runs the guest, and why."""
         how = " ".join(self.args) + (f", guest {self.append}"
                                      if self.append else "")
         setting = f", setting {self.setting}" if self.setting else ""
-        return f"{self.name}{setting} ({how}): {self.reason}"
+        qemu = (f", the lab's QEMU {self.emulator['build']}"
+                if self.emulator else "")
+        return f"{self.name}{setting}{qemu} ({how}): {self.reason}"
 
     def as_dict(self) -> dict:
         return {"name": self.name, "reason": self.reason,
                 "args": self.args, "setting": self.setting,
-                "append": self.append, "pin": self.pin}
+                "append": self.append, "pin": self.pin,
+                "emulator": self.emulator}
 
 
-def tcg(reason: str) -> Accel:
+def tcg(reason: str, debian_qemu: bool = False) -> Accel:
     """The lab's TCG setting: settings.DEFAULT_TCG, or LAB_TCG_SETTING."""
     from . import settings      # settings are made of Accels: import late
-    return settings.tcg(reason)
+    return settings.tcg(reason, debian_qemu)
 
 
 def host_cpu() -> str:
@@ -76,9 +87,9 @@ def host_cpu() -> str:
     return "unknown"
 
 
-def qemu_version() -> str:
+def qemu_version(accel: Accel = None) -> str:
     try:
-        r = subprocess.run([qemu_binary(), "--version"], capture_output=True,
+        r = subprocess.run([qemu_binary(accel), "--version"], capture_output=True,
                            text=True, timeout=10)
         return r.stdout.splitlines()[0] if r.stdout else "unknown"
     except (OSError, subprocess.TimeoutExpired):
@@ -210,7 +221,8 @@ class Machine:
     extra: list = field(default_factory=list)
 
     def command(self) -> list:
-        return [qemu_binary(), *guest_options(self.accel, self.cpus),
+        return [qemu_binary(self.accel),
+                *guest_options(self.accel, self.cpus),
                 "-m", str(self.memory_mb),
                 "-nodefaults", "-display", "none", "-serial", "stdio",
                 "-kernel", str(self.kernel), "-initrd", str(self.initrd),
@@ -274,7 +286,8 @@ def run(machine: Machine, console: Path, timeout: float) -> Outcome:
                                     start_new_session=True,
                                     preexec_fn=_die_with_parent)
         except OSError as e:
-            raise LabError(f"cannot start QEMU ({qemu_binary()}): {e}; "
+            raise LabError(f"cannot start QEMU ({qemu_binary(machine.accel)})"
+                           f": {e}; "
                            f"install qemu-system-x86 (`make deps`)") from e
         with _running_lock:
             _running.add(proc)
@@ -332,6 +345,6 @@ def pin_vcpus(pid: int, cpus: int, wait: float = 10) -> None:
 def describe(machine: Machine) -> dict:
     return {"command": shlex.join(machine.command()),
             "accel": machine.accel.as_dict(),
-            "qemu_version": qemu_version(),
+            "qemu_version": qemu_version(machine.accel),
             "host_cpu": host_cpu(),
             "host_boot_id": boot_id()}

@@ -51,7 +51,8 @@ class Options:
         type (KVM on a worker cannot be probed from here), else a real
         machine."""
         if jobs.is_qemu(self.template):
-            return qemu.tcg("LAVA qemu jobs: the lab's TCG setting")
+            return qemu.tcg("LAVA qemu jobs: the lab's TCG setting",
+                            debian_qemu=True)
         return qemu.Accel("none", f"real machine: LAVA device type "
                           f"{self.device_type}, template "
                           f"{self.template.name}")

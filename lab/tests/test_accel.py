@@ -31,7 +31,9 @@ def test_no_kvm_device_means_tcg(env, monkeypatch):
     a = qemu.choose_accel(env / "bzImage")
     assert a.name == "tcg" and "does not exist" in a.reason
     assert a.setting == settings.DEFAULT_TCG
-    assert a.args == ["-accel", "tcg", "-icount", "shift=3,sleep=off"]
+    assert a.args == ["-accel", "tcg,icount-slice=20000",
+                      "-icount", "shift=3,sleep=off"]
+    assert a.emulator["patches"]
 
 
 def test_tcg_setting_can_be_named(env, monkeypatch):

@@ -1,0 +1,72 @@
+"""The lab's QEMU: which settings need it, how runs record it, and what a
+patch that does not apply says.  No build here (test_zz_emulator.py)."""
+import pytest
+
+from lab import matrix, qemu, qemubuild, settings, store
+from lab.log import LabError
+
+SLICED = settings.select("icount-3-slice20")[0]
+
+
+def test_the_sliced_setting_asks_for_the_lab_qemu_and_records_it():
+    accel = SLICED.to_accel()
+    assert accel.args[:2] == ["-accel", "tcg,icount-slice=20000"]
+    assert accel.emulator["patches"] == [p.name for p in qemubuild.patches()]
+    assert len(accel.emulator["patches"]) == 2
+    assert accel.emulator["source"].startswith("qemu ")
+    assert accel.as_dict()["emulator"] == accel.emulator
+    assert "the lab's QEMU" in accel.summary()
+    # Debian's settings stay Debian's
+    assert settings.select("icount-3-nosleep")[0].to_accel().emulator == {}
+
+
+def test_the_binary_is_lab_qemu_for_its_settings_unless_lab_qemu_is_set(
+        monkeypatch, tmp_path):
+    monkeypatch.delenv("LAB_QEMU", raising=False)
+    monkeypatch.setattr(qemubuild, "ensure", lambda: tmp_path / "q")
+    assert qemu.qemu_binary(SLICED.to_accel()) == str(tmp_path / "q")
+    assert qemu.qemu_binary(qemu.Accel("tcg", "x")) == "qemu-system-x86_64"
+    monkeypatch.setenv("LAB_QEMU", "/opt/q")
+    assert qemu.qemu_binary(SLICED.to_accel()) == "/opt/q"
+
+
+def test_a_run_made_by_another_qemu_build_is_redone(tmp_path):
+    accel = SLICED.to_accel()
+    record = {"status": "ok", "kernel": {"hash": "k"},
+              "scenario": {"digest": "s"},
+              "qemu": {"accel": accel.as_dict()}}
+    store.write_json(tmp_path / "run.json", record)
+    assert matrix.finished(tmp_path, "k", "s", accel)
+    record["qemu"]["accel"]["emulator"] = dict(accel.emulator, build="0" * 16)
+    store.write_json(tmp_path / "run.json", record)
+    assert not matrix.finished(tmp_path, "k", "s", accel)
+
+
+def test_lava_guests_in_debians_qemu_get_its_best_setting(monkeypatch):
+    monkeypatch.setenv("LAB_TCG_SETTING", "icount-3-slice20")
+    a = qemu.tcg("LAVA", debian_qemu=True)
+    assert a.setting == settings.DEBIAN_TCG and not a.emulator
+    assert "needs the lab's QEMU" in a.reason
+    assert qemu.tcg("here").setting == "icount-3-slice20"
+
+
+def test_a_patch_change_makes_a_new_build(monkeypatch, tmp_path):
+    (tmp_path / "0001-a.patch").write_text("one\n")
+    monkeypatch.setattr(qemubuild, "PATCHES_DIR", tmp_path)
+    before = qemubuild.build_key("1:7.2")
+    (tmp_path / "0001-a.patch").write_text("two\n")
+    assert qemubuild.build_key("1:7.2") != before
+    assert qemubuild.build_key("1:7.3") != qemubuild.build_key("1:7.2")
+
+
+def test_a_patch_that_does_not_apply_is_named(monkeypatch, tmp_path):
+    tree = tmp_path / "src"
+    tree.mkdir()
+    (tree / "a.c").write_text("int a;\n")
+    patches = tmp_path / "patches"
+    patches.mkdir()
+    (patches / "0001-x.patch").write_text(
+        "--- a/a.c\n+++ b/a.c\n@@ -1 +1 @@\n-int b;\n+int c;\n")
+    monkeypatch.setattr(qemubuild, "PATCHES_DIR", patches)
+    with pytest.raises(LabError, match="0001-x.patch: does not apply"):
+        qemubuild._apply_patches(tree)
