@@ -18,7 +18,7 @@ def analyse(runs: list) -> dict:
         c = cells.setdefault(f"{r['scenario']}/{r['variant']}",
                              {"worst": [], "errors": [], "untraced": [],
                               "traced": [], "wakeups": 0, "over": 0,
-                              "mismatched": [], "lost": []})
+                              "causes": {}, "mismatched": [], "lost": []})
         c["untraced"].append(r["histogram"])
         c["traced"].append(r["traced_histogram"])
         t = r["trace"]
@@ -35,6 +35,8 @@ def analyse(runs: list) -> dict:
         c["wakeups"] += t["wakeups"]
         c["over_us"] = t["over_us"]
         c["over"] += t["over"]
+        for kind, n in t.get("causes", {}).items():
+            c["causes"][kind] = c["causes"].get(kind, 0) + n
         c["worst"] += [dict(x, boot=r["boot"]) for x in t["worst"]]
     out = {}
     for key, c in cells.items():
@@ -47,6 +49,8 @@ def analyse(runs: list) -> dict:
                                key=lambda x: -x["latency_us"])[:WORST],
             "wakeups": c["wakeups"], "over": c["over"],
             "over_us": c.get("over_us", 0),
+            "causes": dict(sorted(c["causes"].items(),
+                                  key=lambda kv: -kv[1])),
             "errors": c["errors"], "mismatched": c["mismatched"],
             "lost": c["lost"],
             "overhead": {"boots": len(c["untraced"]),
@@ -81,8 +85,10 @@ def text(t: dict, variants: list, scenarios: list) -> list:
     if not t:
         return []
     out = [""] + _wrap("Cause of the worst-case latency (traced run of "
-                       "cyclictest under the same load; wake-up to run, "
-                       "the worst three per cell):")
+                       "cyclictest under the same load; each sample from "
+                       "the expiry its timer was set for to the run; "
+                       "every sample over the threshold counted by "
+                       "cause, the worst three per cell in full):")
     for scen in scenarios:
         rows = [(v, t[f"{scen}/{v}"]) for v in variants
                 if f"{scen}/{v}" in t]
@@ -98,8 +104,13 @@ def text(t: dict, variants: list, scenarios: list) -> list:
                     "no wake-up of cyclictest in the trace"
                 out += _wrap(f"{var}: {why}", "  ")
             if c["wakeups"]:
-                out.append(f"  {var}: {c['over']} of {c['wakeups']} "
-                           f"wake-ups over {c['over_us']} us; worst:")
+                out += _wrap(f"  {var}: {c['over']} of {c['wakeups']} "
+                             f"wake-ups over {c['over_us']} us" + (
+                                 ": " + ", ".join(
+                                     f"{n} {kind}" for kind, n in
+                                     c["causes"].items())
+                                 if c["causes"] else "") + "; worst:",
+                             "    ")
             for x in c["worst"]:
                 out += _wrap(f"  {x['latency_us']} us: "
                              f"{x['cause']}; {trace.placement(x)}",

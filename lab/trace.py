@@ -4,17 +4,21 @@ The guest's trace phase (guest/plans/scenario.sh) runs cyclictest again
 with scheduler and irq events traced into a ring buffer that holds the
 whole run, saved with `trace-cmd extract` (trace.dat, opened by
 KernelShark).  Here the host turns it into events with `trace-cmd
-report`, measures every wake-up of cyclictest's RT threads (sched_waking
-to the sched_switch that runs it), and splits the worst ones' windows, on
-the CPU the task ran on and on the CPU it was woken on, into softirq
-vectors (inline or in ksoftirqd), hard irqs, other tasks and idle.  The
-largest share on the task's CPU is the cause.
+report`, and turns every sample of cyclictest's RT threads into a window:
+from the expiry its timer was programmed for (hrtimer_start's expires,
+the time cyclictest expects to wake) to the sched_switch that runs the
+thread, so a late timer interrupt is inside it and the windows are
+cyclictest's own samples, one for one.  Each window over the scenario's
+threshold is split, on the CPU the task ran on and on the CPU it was
+woken on, into softirq vectors (inline or in ksoftirqd), hard irqs,
+other tasks and idle.  The largest share on the task's CPU is the cause.
 
 Why the whole run and not cyclictest's break trace (-b): a break ends
 cyclictest at the first sample over the threshold, and while the guest
 is still widening the threads' affinity the first samples are pinned
 ones; a full trace explains the worst wake-ups of a whole fair run.
 """
+import bisect
 import re
 import subprocess
 from dataclasses import dataclass, field
@@ -136,123 +140,227 @@ def hard_edge(name: str) -> str:
     return ""
 
 
-def occupancy(events: list, cpu: int, t0: float, t1: float,
-              woken: int = -1) -> dict:
-    """Microseconds of [t0, t1] on `cpu` per activity: "BLOCK softirq",
-    "BLOCK softirq in ksoftirqd/0", "hard irq", a task's comm, "idle";
-    time in which the woken task (pid `woken`) was current but showed
-    nothing is "no activity"."""
-    shares = {}
-    task = None                 # comm current on the CPU
-    pid = -1                    # and its pid
-    soft = None                 # vector while a softirq runs
-    hard = 0                    # hard irq nesting depth
-    since = t0
+def timeline(events: list) -> dict:
+    """{cpu: Segments}: what each CPU did, from one pass over the trace.
 
-    def add(label, a, b):
-        a, b = max(a, t0), min(b, t1)
-        if b > a:
-            shares[label] = shares.get(label, 0.0) + (b - a) * 1e6
-
-    def current():
-        if hard:
-            return "hard irq"
-        if soft is not None:
-            if task and task.startswith("ksoftirqd/"):
-                return f"{soft} softirq in {task}"
-            return f"{soft} softirq"
-        if task is None:
-            return "unknown"
-        if pid == woken:
-            return "no activity"
-        return "idle" if is_idle(task) else task
-
+    A segment's label is "BLOCK softirq", "BLOCK softirq in ksoftirqd/0",
+    "hard irq" (STALLED when one lasts over STALL_US), a task's comm,
+    "idle" or "unknown" (before the CPU's first event); its pid is the
+    task current on the CPU.
+    """
+    state = {}
+    out = {}
     for e in events:
-        if e.cpu != cpu:
-            continue
-        if e.ts > t1:
-            break
-        if task is None:
-            task, pid = (e.comm, e.pid) if e.name != "sched_switch" \
-                else (e.args.get("prev_comm", e.comm),
-                      _pid(e.args, "prev_pid"))
-        label, edge = current(), hard_edge(e.name)
-        if e.name in ("softirq_entry", "softirq_exit") or edge or \
-                e.name == "sched_switch":
-            if label == "hard irq" and (e.ts - since) * 1e6 > STALL_US:
-                label = STALLED
-            add(label, since, e.ts)
-            since = e.ts
+        s = state.get(e.cpu)
+        if s is None:
+            s = state[e.cpu] = {"task": None, "pid": -1, "soft": None,
+                                "hard": 0, "since": e.ts}
+            out[e.cpu] = Segments()
+            if e.name == "sched_switch":
+                s["task"], s["pid"] = e.args.get("prev_comm", e.comm), \
+                    _pid(e.args, "prev_pid")
+            else:
+                s["task"], s["pid"] = e.comm, e.pid
+        edge = hard_edge(e.name)
+        if e.name in ("softirq_entry", "softirq_exit", "sched_switch") or \
+                edge:
+            out[e.cpu].add(s["since"], e.ts, _label(s), s["pid"])
+            s["since"] = e.ts
         if e.name == "softirq_entry":
-            soft = e.args["vec"]
+            s["soft"] = e.args["vec"]
         elif e.name == "softirq_exit":
-            soft = None
+            s["soft"] = None
         elif edge == "entry":
-            hard += 1
+            s["hard"] += 1
         elif edge == "exit":
-            hard = max(0, hard - 1)
+            s["hard"] = max(0, s["hard"] - 1)
         elif e.name == "sched_switch":
-            task, pid = e.args.get("next_comm", "?"), \
+            s["task"], s["pid"] = e.args.get("next_comm", "?"), \
                 _pid(e.args, "next_pid")
-    add(current(), since, t1)
+    for cpu, s in state.items():
+        out[cpu].add(s["since"], float("inf"), _label(s), s["pid"])
+    return out
+
+
+def _label(s: dict) -> str:
+    if s["hard"]:
+        return "hard irq"
+    if s["soft"] is not None:
+        if s["task"] and s["task"].startswith("ksoftirqd/"):
+            return f"{s['soft']} softirq in {s['task']}"
+        return f"{s['soft']} softirq"
+    if s["task"] is None:
+        return "unknown"
+    return "idle" if is_idle(s["task"]) else s["task"]
+
+
+@dataclass
+class Segments:
+    """One CPU's activity as consecutive [start, end) segments."""
+    starts: list = field(default_factory=list)
+    ends: list = field(default_factory=list)
+    labels: list = field(default_factory=list)
+    pids: list = field(default_factory=list)
+
+    def add(self, a: float, b: float, label: str, pid: int) -> None:
+        if b <= a:
+            return
+        if label == "hard irq" and (b - a) * 1e6 > STALL_US:
+            label = STALLED
+        self.starts.append(a)
+        self.ends.append(b)
+        self.labels.append(label)
+        self.pids.append(pid)
+
+
+def occupancy(segs: Segments, t0: float, t1: float,
+              woken: int = -1) -> dict:
+    """Microseconds of [t0, t1] per activity on one CPU; time in which
+    the woken task (pid `woken`) was current but showed nothing is "no
+    activity"."""
+    shares = {}
+    i = max(0, bisect.bisect_right(segs.starts, t0) - 1)
+    while i < len(segs.starts) and segs.starts[i] < t1:
+        a, b = max(segs.starts[i], t0), min(segs.ends[i], t1)
+        if b > a:
+            label = segs.labels[i]
+            if segs.pids[i] == woken and label not in ("hard irq", STALLED) \
+                    and "softirq" not in label:
+                label = "no activity"
+            shares[label] = shares.get(label, 0.0) + (b - a) * 1e6
+        i += 1
+    if t0 < (segs.starts[0] if segs.starts else t1):
+        shares["unknown"] = shares.get("unknown", 0.0) + \
+            (min(t1, segs.starts[0] if segs.starts else t1) - t0) * 1e6
     return shares
 
 
-def wakeups(events: list) -> list:
-    """(waking event, switch-in event, latency us) of every wake-up of a
-    real-time cyclictest thread after the affinity marker.
+# The function of a sleeping task's hrtimer (clock_nanosleep); the same
+# thread's context also restarts the tick's timer from interrupts.
+SLEEP_TIMER = "hrtimer_wakeup"
 
-    A thread woken while it is still current (its timer fired before it
-    had switched out) gets sched_waking and no switch-in: it runs on at
-    once, so that wake-up opens no window; otherwise it would stay
-    pending and merge with the next period's wake-up.
+
+@dataclass
+class Window:
+    """One sample of a cyclictest RT thread, as the trace saw it."""
+    pid: int
+    t0: float            # the expiry its timer was programmed for
+    fired: Event         # hrtimer_expire_entry of that timer
+    waking: Event        # sched_waking of the thread, from the timer
+    end: Event           # the sched_switch that runs it, or the waking
+                         # if it was still current (it runs on at once)
+
+    @property
+    def latency_us(self) -> int:
+        return round((self.end.ts - self.t0) * 1e6)
+
+
+def samples(events: list) -> list:
+    """Every sample of cyclictest's RT threads after the affinity marker,
+    as a Window (see there), in trace order.
+
+    Each period a thread starts its sleep timer (hrtimer_start in its
+    own context, expires = the absolute time cyclictest expects to
+    wake).  The timer fires (hrtimer_expire_entry, whose `now` ties the
+    timer's clock to the trace's) and wakes the thread on that CPU; the
+    sample ends where the thread is switched in.  A thread whose timer
+    fires while it is still current gets its own, short sample and
+    never merges with the next period.
     """
     start = next((e.ts for e in events if e.name == "print"
                   and WIDENED in e.args.get("text", "")), None)
     if start is None:
         raise LabError("no 'lab: affinity widened' marker in the trace")
-    pending, out, current = {}, [], {}
+    expires = {}        # hrtimer -> expiry (ns, timer clock) it was set to
+    sleeping = {}       # pid -> hrtimer of its current sleep
+    firing = {}         # cpu -> the hrtimer_expire_entry running there
+    pending = {}        # pid -> (t0, fired, waking), until it runs
+    current = {}        # cpu -> pid
+    out = []
     for e in events:
         if e.name == "sched_switch":
             current[e.cpu] = _pid(e.args, "next_pid")
-        if e.ts < start:
-            continue
-        if e.name == "sched_waking" and e.args.get("comm") == "cyclictest" \
-                and _pid(e.args, "prio") < RT_PRIO:
-            pid = _pid(e.args)
-            if pid not in current.values():
-                pending.setdefault(pid, e)
-        elif e.name == "sched_switch":
-            w = pending.pop(_pid(e.args, "next_pid"), None)
+            w = pending.pop(current[e.cpu], None)
             if w:
-                out.append((w, e, round((e.ts - w.ts) * 1e6)))
+                out.append(Window(current[e.cpu], *w, end=e))
+        elif e.name == "hrtimer_start" and e.comm == "cyclictest" and \
+                e.args.get("function", "").startswith(SLEEP_TIMER):
+            expires[e.args.get("hrtimer")] = int(e.args.get("expires", 0))
+            sleeping[e.pid] = e.args.get("hrtimer")
+        elif e.name == "hrtimer_expire_entry":
+            firing[e.cpu] = e
+        elif e.name == "sched_waking" and \
+                e.args.get("comm") == "cyclictest" and \
+                _pid(e.args, "prio") < RT_PRIO:
+            pid, fired = _pid(e.args), firing.get(e.cpu)
+            timer = sleeping.get(pid)
+            if fired is None or timer is None or \
+                    fired.args.get("hrtimer") != timer:
+                continue            # not woken by its own timer
+            del sleeping[pid]
+            offset = fired.ts - int(fired.args.get("now", 0)) / 1e9
+            t0 = expires.pop(timer) / 1e9 + offset
+            if t0 < start:
+                continue
+            if pid in current.values():
+                out.append(Window(pid, t0, fired, e, end=e))
+            else:
+                pending[pid] = (t0, fired, e)
     return out
 
 
-def explain(events: list, waking: Event, run: Event) -> dict:
-    """Why the wake-up `waking` ran only at `run`."""
-    pid, t0, t_run, cpu_run = _pid(waking.args), waking.ts, run.ts, run.cpu
-    ups = [e for e in events if e.name == "sched_wakeup"
-           and _pid(e.args) == pid and t0 <= e.ts <= t_run]
-    moves = [e for e in events if e.name == "sched_migrate_task"
-             and _pid(e.args) == pid and t0 <= e.ts <= t_run]
+class Index:
+    """A parsed trace with what explaining many windows needs at hand."""
+
+    def __init__(self, events: list):
+        self.events = events
+        self.ts = [e.ts for e in events]
+        self.cpus = timeline(events)
+
+    def between(self, t0: float, t1: float) -> list:
+        return self.events[bisect.bisect_left(self.ts, t0):
+                           bisect.bisect_right(self.ts, t1)]
+
+
+def explain(index: Index, w: Window) -> dict:
+    """Why the sample `w` ran only at its end: the activity of each CPU
+    involved between the expected wake-up and the run."""
+    t0, t_run, cpu_run = w.t0, w.end.ts, w.end.cpu
+    inside = index.between(w.waking.ts, t_run)
+    ups = [e for e in inside if e.name == "sched_wakeup"
+           and _pid(e.args) == w.pid]
+    moves = [e for e in inside if e.name == "sched_migrate_task"
+             and _pid(e.args) == w.pid]
     target = int(ups[-1].args.get("target_cpu", cpu_run)) if ups \
         else cpu_run
-    cpus = sorted({cpu_run, target, waking.cpu})
-    where = {c: occupancy(events, c, t0, t_run, pid) for c in cpus}
+    cpus = sorted({cpu_run, target, w.waking.cpu})
+    where = {c: occupancy(index.cpus[c], t0, t_run, w.pid)
+             if c in index.cpus else {} for c in cpus}
     shares = where[cpu_run]
     top = max(shares.items(), key=lambda kv: kv[1]) if shares \
         else ("unknown", 0.0)
-    return {"latency_us": round((t_run - t0) * 1e6), "pid": pid,
-            "comm": waking.args["comm"], "window": [t0, t_run],
-            "waker_cpu": waking.cpu, "waker": waking.comm,
+    return {"latency_us": w.latency_us, "pid": w.pid,
+            "comm": w.waking.args["comm"], "window": [t0, t_run],
+            "timer_late_us": round((w.fired.ts - t0) * 1e6),
+            "waker_cpu": w.waking.cpu, "waker": w.waking.comm,
             "target_cpu": target, "ran_on": cpu_run,
             "migrated": [(_pid(e.args, "orig_cpu"), _pid(e.args, "dest_cpu"))
                          for e in moves],
             "cpus": {str(c): {k: round(v, 1) for k, v in sorted(
                 where[c].items(), key=lambda kv: -kv[1])} for c in cpus},
             "cause": _cause(top, cpu_run),
+            "kind": _kind(top[0]),
             "emulator": top[0] in EMULATOR}
+
+
+def _kind(label: str) -> str:
+    """A cause without its numbers, to count windows by."""
+    label = re.sub(r"ksoftirqd/\d+", "ksoftirqd", label)
+    if "softirq" in label or label == "hard irq":
+        return f"{label} on the task's CPU"
+    if label in ("idle", "no activity", "unknown", STALLED):
+        return label
+    return f"task {label} on the task's CPU"
 
 
 def _cause(top: tuple, cpu: int) -> str:
@@ -286,28 +394,35 @@ def placement(x: dict) -> str:
 
 
 def explain_run(run_dir: Path, over_us: int, worst: int = 3) -> dict:
-    """The run's trace: how many wake-ups, how many over `over_us`, and
-    the `worst` ones explained; {"error": ...} if it cannot be read."""
+    """The run's trace: how many samples, the causes of all those over
+    `over_us` counted, and the `worst` ones explained in full; {"error":
+    ...} if it cannot be read."""
     dat = run_dir / "trace.dat"
     if not dat.is_file():
         return {"error": f"{dat} missing"}
     try:
         events = parse(report_text(dat))
-        found = wakeups(events)
+        found = samples(events)
     except LabError as e:
         return {"error": str(e)}
-    top = sorted(found, key=lambda w: -w[2])[:worst]
-    lat = sorted(w[2] for w in found)
+    index = Index(events)
+    over = sorted((w for w in found if w.latency_us > over_us),
+                  key=lambda w: -w.latency_us)
+    explained = [explain(index, w) for w in over]
+    causes = {}
+    for x in explained:
+        causes[x["kind"]] = causes.get(x["kind"], 0) + 1
+    lat = sorted(w.latency_us for w in found)
     return {"trace": str(dat), "wakeups": len(found), "over_us": over_us,
-            "over": sum(w[2] > over_us for w in found),
+            "over": len(over),
+            "causes": dict(sorted(causes.items(), key=lambda kv: -kv[1])),
             "max_us": lat[-1] if lat else 0,
             "p99_us": lat[max(1, -(-99 * len(lat) // 100)) - 1] if lat
             else 0,
-            "worst": [dict(explain(events, w, r), trace=str(dat))
-                      for w, r, _ in top]}
+            "worst": [dict(x, trace=str(dat)) for x in explained[:worst]]}
 
 
-AGREE_US = 50
+AGREE_US = 20
 
 
 def agreement(t: dict, samples: int, p99_us: float, max_us: float) -> dict:
@@ -315,13 +430,9 @@ def agreement(t: dict, samples: int, p99_us: float, max_us: float) -> dict:
 
     The windows must number cyclictest's samples after the same marker
     within 2%, and their max and p99 must match cyclictest's within 5%
-    or AGREE_US.  Today a window runs from sched_waking to the
-    switch-in: a sample whose thread never slept (its timer expired
-    before it had switched out, or while a stalled vCPU held it) has no
-    window, and a window misses the timer interrupt's own delay and the
-    return to user space (AGREE_US covers those: 45 us measured on
-    stultz-v5's long-block, p99 278 against 323 us).  A run that fails
-    is not explained: its causes are left out.
+    or AGREE_US (a window ends at the switch-in; cyclictest reads its
+    clock after the return to user space).  A run that fails is not
+    explained: its causes are left out.
     """
     why = []
     if abs(t["wakeups"] - samples) > 0.02 * samples:

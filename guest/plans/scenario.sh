@@ -21,7 +21,8 @@ EVENTS="-e irq:softirq_raise -e irq:softirq_entry -e irq:softirq_exit
 -e irq_vectors:local_timer_entry -e irq_vectors:local_timer_exit
 -e irq_vectors:reschedule_entry -e irq_vectors:reschedule_exit
 -e irq_vectors:call_function_single_entry
--e irq_vectors:call_function_single_exit"
+-e irq_vectors:call_function_single_exit -e timer:hrtimer_start
+-e timer:hrtimer_expire_entry"
 
 # Nanoseconds on a CPU of every ksoftirqd thread (schedstat's first field)
 ksoftirqd_ns() {

@@ -5,15 +5,33 @@ import re
 from lab import trace, traceview
 
 # trace-cmd report's format.  A BLOCK softirq runs 4.9 ms inline on CPU0;
-# the RT task is woken on CPU0 2 ms into it and runs when it ends.
+# the RT task's timer, due 1.9 ms into it, fires 0.1 ms late and wakes
+# it on CPU0; it runs when the softirq ends.
 WIDENED = "              sh-100   [001]    {ts}: print:                tracing_mark_write: lab: affinity widened\n"
+
+
+def sleep(comm, pid, cpu, ts, expires, timer="0xffff888000001000"):
+    """The thread starts its sleep: its timer is set for `expires` (s of
+    the timer's clock)."""
+    return (f"{comm + '-' + str(pid):>16}   [{cpu:03d}]   {ts:.6f}: "
+            f"hrtimer_start:        hrtimer={timer} "
+            f"function=hrtimer_wakeup/0x0 expires={round(expires * 1e9)} "
+            f"softexpires={round(expires * 1e9)}\n")
+
+
+def fires(comm, pid, cpu, ts, now, timer="0xffff888000001000"):
+    return (f"{comm + '-' + str(pid):>16}   [{cpu:03d}]   {ts:.6f}: "
+            f"hrtimer_expire_entry: hrtimer={timer} now={round(now * 1e9)} "
+            f"function=hrtimer_wakeup/0x0\n")
 
 LONG_BLOCK = """\
 cpus=2
-""" + WIDENED.format(ts="99.000000") + """\
+""" + WIDENED.format(ts="99.000000") + \
+    sleep("cyclictest", 225, 0, 99.5, 100.0019) + """\
           <idle>-0     [000]   100.000000: softirq_raise:        vec=4 [action=BLOCK]
           <idle>-0     [000]   100.000010: softirq_entry:        vec=4 [action=BLOCK]
           <idle>-0     [000]   100.002000: irq_handler_entry:    irq=0 name=timer
+""" + fires("<idle>", 0, 0, 100.002001, 100.002001) + """\
           <idle>-0     [000]   100.002005: sched_waking:         comm=cyclictest pid=225 prio=0 target_cpu=000
           <idle>-0     [000]   100.002008: sched_wakeup:         cyclictest:225 [0] CPU:000
           <idle>-0     [000]   100.002010: irq_handler_exit:     irq=0 ret=handled
@@ -24,9 +42,12 @@ cpus=2
 
 # The task is woken on CPU0 where a tasklet runs in ksoftirqd, but a
 # higher-priority task holds CPU1: woken on CPU0, ran there after
-# ksoftirqd/0 yielded.
-KSOFTIRQD = WIDENED.format(ts="49.000000") + """\
+# ksoftirqd/0 yielded.  The timer's clock is 5 s ahead of the trace's.
+KSOFTIRQD = WIDENED.format(ts="49.000000") + \
+    sleep("cyclictest", 300, 0, 49.5, 55.0004) + """\
+      cyclictest-300   [000]    49.500010: sched_switch:         cyclictest:300 [0] S ==> ksoftirqd/0:12 [120]
      ksoftirqd/0-12    [000]    50.000000: softirq_entry:        vec=6 [action=TASKLET]
+""" + fires("ksoftirqd/0", 12, 0, 50.000499, 55.000499) + """\
      ksoftirqd/0-12    [000]    50.000500: sched_waking:         comm=cyclictest pid=300 prio=0 target_cpu=000
      ksoftirqd/0-12    [000]    50.000502: sched_wakeup:         cyclictest:300 [0] CPU:000
      ksoftirqd/0-12    [000]    50.001800: softirq_exit:         vec=6 [action=TASKLET]
@@ -38,7 +59,9 @@ KSOFTIRQD = WIDENED.format(ts="49.000000") + """\
 # idle: the cause is not a softirq on the task's own CPU.
 PLACED_IDLE = WIDENED.format(ts="9.000000") + """\
               sh-100   [001]     9.000100: sched_switch:         sh:100 [120] S ==> swapper/1:0 [120]
+""" + sleep("cyclictest", 400, 1, 9.5, 10.001) + """\
           <idle>-0     [000]    10.000000: softirq_entry:        vec=3 [action=NET_RX]
+""" + fires("<idle>", 0, 0, 10.000999, 10.000999) + """\
           <idle>-0     [000]    10.001000: sched_waking:         comm=cyclictest pid=400 prio=0 target_cpu=001
           <idle>-0     [000]    10.001002: sched_migrate_task:   comm=cyclictest pid=400 prio=0 orig_cpu=0 dest_cpu=1
           <idle>-0     [000]    10.001004: sched_wakeup:         cyclictest:400 [0] CPU:001
@@ -49,40 +72,52 @@ PLACED_IDLE = WIDENED.format(ts="9.000000") + """\
 
 
 # The thread's timer fires while it is still current (no switch-out yet):
-# that wake-up is not a window; the next period's is, on its own.
+# a sample of its own, which runs on at once; the next period's is
+# another.
 STILL_RUNNING = WIDENED.format(ts="19.000000") + """\
           <idle>-0     [000]    19.500000: sched_switch:         swapper/0:0 [120] R ==> cyclictest:500 [0]
+""" + sleep("cyclictest", 500, 0, 19.9, 20.0) + \
+    fires("cyclictest", 500, 0, 20.0, 20.0) + """\
       cyclictest-500   [000]    20.000000: sched_waking:         comm=cyclictest pid=500 prio=0 target_cpu=000
+""" + sleep("cyclictest", 500, 0, 20.00005, 20.001) + """\
       cyclictest-500   [000]    20.000100: sched_switch:         cyclictest:500 [0] S ==> swapper/0:0 [120]
+""" + fires("<idle>", 0, 0, 20.001, 20.001) + """\
           <idle>-0     [000]    20.001000: sched_waking:         comm=cyclictest pid=500 prio=0 target_cpu=000
           <idle>-0     [000]    20.001030: sched_switch:         swapper/0:0 [120] R ==> cyclictest:500 [0]
 """
 
 
-def test_a_wakeup_of_a_running_task_is_not_merged_with_the_next():
-    found = trace.wakeups(trace.parse(STILL_RUNNING))
-    assert [w[2] for w in found] == [30]
+def test_a_wakeup_of_a_running_task_is_a_sample_of_its_own():
+    found = trace.samples(trace.parse(STILL_RUNNING))
+    assert [w.latency_us for w in found] == [0, 30]
 
 
 def worst(text):
     events = trace.parse(text)
-    w, r, _ = max(trace.wakeups(events), key=lambda w: w[2])
-    return trace.explain(events, w, r)
+    w = max(trace.samples(events), key=lambda w: w.latency_us)
+    return trace.explain(trace.Index(events), w)
+
+
+def test_a_late_timer_interrupt_is_inside_the_window():
+    x = worst(LONG_BLOCK)
+    # due at 100.001900, the interrupt at 100.002000, run at 100.004920
+    assert x["latency_us"] == 3020 and x["timer_late_us"] == 101
 
 
 def test_long_softirq_on_the_tasks_cpu():
     x = worst(LONG_BLOCK)
-    assert x["latency_us"] == 2915 and x["pid"] == 225
+    assert x["pid"] == 225
     assert x["ran_on"] == 0 and x["target_cpu"] == 0
     assert x["cause"].startswith("BLOCK softirq on CPU0, the task's CPU")
     shares = x["cpus"]["0"]
-    assert 2800 < shares["BLOCK softirq"] < 2915
+    assert 2900 < shares["BLOCK softirq"] < 3020
     assert shares["hard irq"] < 20
     assert trace.placement(x) == "woken on CPU0, ran on CPU0"
 
 
 def test_softirq_in_ksoftirqd():
     x = worst(KSOFTIRQD)
+    assert x["latency_us"] == 1410       # the clocks' offset taken out
     assert x["cause"].startswith("TASKLET softirq in ksoftirqd/0 on CPU0")
 
 
@@ -105,10 +140,10 @@ def test_wakeups_before_the_threads_were_free_are_left_out():
     pinned = "\n".join(line for line in LONG_BLOCK.splitlines()
                         if "affinity widened" not in line)
     with pytest.raises(LabError, match="no 'lab: affinity widened' marker"):
-        trace.wakeups(trace.parse(pinned))
+        trace.samples(trace.parse(pinned))
     # wake-ups before the marker (task still pinned) are left out
     late = LONG_BLOCK.replace("99.000000: print", "100.003000: print")
-    assert trace.wakeups(sorted_trace(late)) == []
+    assert trace.samples(sorted_trace(late)) == []
 
 
 def test_views_of_a_worst_case(tmp_path):
@@ -135,9 +170,11 @@ def traced_run(n: int) -> str:
     out, t = [WIDENED.format(ts="9.000000")], 10.0
     for i in range(n):
         lat = 5480e-6 if i % 10 == 0 else 300e-6
+        out.append(sleep("cyclictest", 225, 0, t - 5e-3, t))
         if i % 10 == 0:
             out.append(f"          <idle>-0     [000]    {t - 1e-4:.6f}: "
                        f"softirq_entry:        vec=4 [action=BLOCK]\n")
+        out.append(fires("<idle>", 0, 0, t, t))
         out.append(f"          <idle>-0     [000]    {t:.6f}: sched_waking:"
                    f"         comm=cyclictest pid=225 prio=0 "
                    f"target_cpu=000\n")
@@ -186,7 +223,8 @@ def test_report_explains_each_cells_worst_case(tmp_path):
            "task's CPU" in text
     md = (out / "report.md").read_text()
     assert "Cause of the worst-case latency" in md
-    assert "baseline: 30 of 300 wake-ups over 1000 us; worst:" in md
+    assert "baseline: 30 of 300 wake-ups over 1000 us: 30 BLOCK softirq " \
+           "on the task's CPU; worst:" in " ".join(md.split())
     assert "5480 us: BLOCK softirq on CPU0, the task's CPU" in md
     assert re.search(r"long/baseline\s+\d+\s+5500\s+\d\.\d\d", md)
     assert (out / "timeline-long.png").stat().st_size > 1000
