@@ -114,7 +114,8 @@ def cmd_fidelity(args) -> int:
     out = Path(args.out) if args.out else report.default_folder(args.name)
     command = _command(args, "settings", "variants", "scenarios", "boots") \
         + (f" --jobs {','.join(map(str, jobs))}" if jobs != (1,) else "")
-    print(fidelity.write(root, chosen, out, command, jobs), end="")
+    asked = {(s.name, v.name) for s in scens for v in vs}
+    print(fidelity.write(root, chosen, out, command, jobs, asked), end="")
     info(f"table: {out}/fidelity.md")
     return 0
 

@@ -18,7 +18,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from . import build, matrix, paths, qemu, report, results, stats, store
+from . import (build, matrix, paths, qemu, qemubuild, report, results, stats,
+               store)
 from .log import info, warn
 
 
@@ -66,6 +67,7 @@ def _row(setting: str, scen: str, var: str, runs: list) -> dict:
         p50_us=statistics.median(per_boot["p50"]),
         p99_us=statistics.median(per_boot_p99),
         max_us=statistics.median(per_boot["max"]),
+        worst_max_us=max(per_boot["max"]),
         p99_per_boot_us=per_boot_p99,
         p99_spread_us=max(per_boot_p99) - min(per_boot_p99),
         over_1ms=statistics.median(per_boot["over_1ms"]),
@@ -76,7 +78,10 @@ def _row(setting: str, scen: str, var: str, runs: list) -> dict:
     return row
 
 
-def table(root: Path, settings: list, jobs: tuple = (1,)) -> list:
+def table(root: Path, settings: list, jobs: tuple = (1,),
+          cells_asked: set = None) -> list:
+    """Rows per setting and cell; only the (scenario, variant) cells in
+    `cells_asked` if given (a setting's folder may hold older studies)."""
     rows = []
     for s, n in [(s, n) for s in settings for n in jobs]:
         name = folder_name(s.name, n)
@@ -93,7 +98,9 @@ def table(root: Path, settings: list, jobs: tuple = (1,)) -> list:
             except (OSError, ValueError, KeyError) as e:
                 warn(f"{rj.parent}: left out, unreadable ({e})")
                 continue
-            cells[(r["scenario"], r["variant"])].append(r)
+            if cells_asked is None or \
+                    (r["scenario"], r["variant"]) in cells_asked:
+                cells[(r["scenario"], r["variant"])].append(r)
         if not cells:
             rows.append({"setting": name, "unusable": "no runs yet"})
         for (scen, var), runs in sorted(cells.items()):
@@ -130,7 +137,8 @@ def markdown(rows: list, settings: list, command: str) -> str:
     desc = {s.name: s for s in settings}
     out = ["# Fidelity: the lab's noise floor per emulation setting", "",
            f"Measured on {time.strftime('%Y-%m-%d')} with `{command}`.",
-           "Host: " + qemu.host_cpu() + ", " + qemu.qemu_version() + ".", "",
+           "Host: " + qemu.host_cpu() + ", Debian's " + qemu.qemu_version()
+           + ".", "",
            "Each figure is the median over boots of one value per boot; "
            "p99 also shows the boots' range. Spread: largest minus "
            "smallest per-boot p99 (how close repeat boots come). Over 1 ms: "
@@ -138,7 +146,8 @@ def markdown(rows: list, settings: list, command: str) -> str:
            "samples and the share moved to another CPU. Run: median "
            "wall-clock seconds per boot.", "",
            "| setting | scenario | variant | boots | p50 us | p99 us "
-           "[boots' range] | p99 spread us | max us | over 1 ms | probe | run s |",
+           "[boots' range] | p99 spread us | max us [worst boot] | over 1 ms "
+           "| probe | run s |",
            "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "unusable" in r:
@@ -161,7 +170,8 @@ def markdown(rows: list, settings: list, command: str) -> str:
             f"| {r['setting']} | {r['scenario']} | {r['variant']} | "
             f"{boots} | {_us(r['p50_us'])} | {_us(r['p99_us'])} "
             f"[{lo:.0f}-{hi:.0f}] | {_us(r['p99_spread_us'])} | "
-            f"{_us(r['max_us'])} | {100 * r['over_1ms']:.1f}% | "
+            f"{_us(r['max_us'])} [{_us(r.get('worst_max_us'))}] | "
+            f"{100 * r['over_1ms']:.1f}% | "
             f"{probe_txt} | {r['run_seconds']:.0f} |")
     same = jobs_equivalence(rows)
     if same:
@@ -183,14 +193,17 @@ def markdown(rows: list, settings: list, command: str) -> str:
     out += ["", "Settings:", ""]
     out += [f"- {n}: {desc[n].description} (`{' '.join(desc[n].to_accel().args)}`"
             + (f", guest `{desc[n].append}`" if desc[n].append else "")
+            + (f"; the lab's QEMU, build {qemubuild.provenance()['build']}: "
+               f"Debian's source with common/qemu/"
+               if desc[n].lab_qemu else "; Debian's QEMU")
             + ")" for n in dict.fromkeys(r.get("base", r["setting"])
                                          for r in rows)]
     return "\n".join(out) + "\n"
 
 
 def write(root: Path, settings: list, out: Path, command: str,
-          jobs: tuple = (1,)) -> str:
-    rows = table(root, settings, jobs)
+          jobs: tuple = (1,), cells_asked: set = None) -> str:
+    rows = table(root, settings, jobs, cells_asked)
     out.mkdir(parents=True, exist_ok=True)
     text = markdown(rows, settings, command)
     store.write_text(out / "fidelity.md", text)
