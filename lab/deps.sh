@@ -4,10 +4,12 @@
 # Plain sh: it must run on a fresh Debian 12 before python3 is there.
 set -eu
 
-# The second line builds the lab's QEMU (lab/qemubuild.py) from Debian's.
+# The second and third lines build the lab's QEMU (lab/qemubuild.py) from
+# Debian's; the fourth rtla (lab/rtlabuild.py).
 PACKAGES="linux-source-6.1 gcc make libc6-dev libelf-dev libssl-dev bc flex
 dpkg-dev patch meson ninja-build libglib2.0-dev libpixman-1-dev libfdt-dev
 libcap-ng-dev libattr1-dev libslirp-dev
+linux-source-6.12 libtracefs-dev libtraceevent-dev pkg-config
 bison cpio xz-utils git perl ccache qemu-system-x86 busybox-static rt-tests
 stress-ng iperf3 trace-cmd python3 python3-numpy python3-scipy python3-matplotlib
 python3-pytest $*"

@@ -12,7 +12,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from . import build, initramfs, paths
+from . import build, initramfs, paths, rtlabuild
 from .log import LabError, info
 
 MODULE_SRC = paths.GUEST_DIR / "softirq_load"
@@ -73,8 +73,11 @@ def probe() -> Path:
 
 
 def initrd(variant, built: build.Built) -> Path:
-    """The variant's initramfs: the common guest plus its module and probe."""
-    return initramfs.build(extra={"lib/modules/" + MODULE_NAME:
-                                  module(variant, built),
-                                  "usr/bin/" + PROBE_NAME: probe()},
-                           name=variant.name)
+    """The variant's initramfs: the common guest plus its module, the
+    probe, and rtla with its libraries."""
+    rtla = rtlabuild.ensure()
+    extra = {"lib/modules/" + MODULE_NAME: module(variant, built),
+             "usr/bin/" + PROBE_NAME: probe(), "usr/bin/rtla": rtla}
+    extra.update({lib.lstrip("/"): Path(lib)
+                  for lib in initramfs.shared_libraries(str(rtla))})
+    return initramfs.build(extra=extra, name=variant.name)

@@ -12,6 +12,8 @@
     append      = idle=poll               (guest kernel command line)
     trace       = 100                     (trace phase; counts wake-ups
                                            over this many us)
+    timerlat    = 1000                    (rtla timerlat phase, stopped and
+                                           auto-analysed at this many us)
 
 A scenario is data: adding one is adding a file.  Every mistake is
 reported with the file and line at fault, before anything starts.
@@ -31,7 +33,7 @@ SCENARIO_DIR = paths.REPO / "common" / "scenarios"
 SUFFIX = ".scenario"
 KEYS = {"description", "duration", "cyclictest", "module", "background",
         "disk", "probe", "probe_module", "append", "trace", "pin",
-        "both_busy"}
+        "both_busy", "timerlat"}
 REPEATABLE = {"background"}
 # cyclictest options the lab sets itself: duration, histogram, output, and
 # never -a (pinned threads hide the placement effect under test).
@@ -59,6 +61,9 @@ class Scenario:
     probe_module: str = ""
     append: str = ""
     trace: int = 0
+    # a phase of rtla timerlat with auto-analysis at this threshold (us),
+    # in traced boots only
+    timerlat: int = 0
     # cyclictest's threads pinned to this CPU (controls, and the case
     # placement cannot help); None: free to move, the lab's default.
     pin: int = None
@@ -85,6 +90,7 @@ class Scenario:
                "PROBE_MODULE_ARGS": self.probe_module,
                "NBACKGROUND": len(self.background),
                "TRACE": (self.trace or "") if traced else "",
+               "TIMERLAT": (self.timerlat or "") if traced else "",
                "PIN": "" if self.pin is None else self.pin}
         for i, cmd in enumerate(self.background):
             env[f"BACKGROUND_{i}"] = cmd
@@ -155,9 +161,10 @@ def parse(path: Path) -> Scenario:
             raise LabError(f"{where}: {key} already set on line "
                            f"{lines[key]}")
         lines[key] = lineno
-        if key in ("duration", "disk", "trace", "pin"):
+        if key in ("duration", "disk", "trace", "pin", "timerlat"):
             lo, hi = {"duration": (1, 3600), "disk": (16, 65536),
-                      "trace": (50, 100000), "pin": (0, 1)}[key]
+                      "trace": (50, 100000), "pin": (0, 1),
+                      "timerlat": (50, 100000)}[key]
             if not value.isdigit() or not lo <= int(value) <= hi:
                 raise LabError(f"{where}: {key} must be a whole number "
                                f"from {lo} to {hi}, got {value!r}")

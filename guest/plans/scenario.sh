@@ -1,7 +1,8 @@
 # Scenario plan (one run of a scenario; see lab/scenario.py for the file
 # format).  Parameters from the host: DURATION, CYCLICTEST, MODULE_ARGS,
 # DISK, NBACKGROUND and BACKGROUND_0.., PROBE_ARGS, PROBE_MODULE_ARGS,
-# TRACE (non-empty: a trace phase), PIN (a CPU: cyclictest's threads are
+# TRACE (non-empty: a trace phase), TIMERLAT (non-empty: an rtla timerlat
+# phase with auto-analysis at this many us), PIN (a CPU: cyclictest's threads are
 # pinned there instead of set free), PHASE_US and BG_PHASE_US (waits that
 # give each boot its own phase between the periodic loads, lab/scenario.py).
 # Writes into $LAB: cyclictest.json (with histograms), cyclictest.out
@@ -156,6 +157,15 @@ if [ -n "$TRACE" ]; then
 	trace-cmd extract -o /tmp/trace.dat > /dev/null 2>&1
 	cp /tmp/trace.dat "$LAB/trace.dat"
 	trace-cmd reset > /dev/null
+fi
+
+# rtla's second opinion (README.md, "Traces"): timerlat's threads, one
+# per CPU and pinned, under the same module load, stopped at the first
+# latency over $TIMERLAT us and explained by its auto-analysis.
+if [ -n "$TIMERLAT" ]; then
+	(cd /tmp && rtla timerlat top -q -a "$TIMERLAT" -d "${MEASURE}s") \
+		> "$LAB/timerlat.txt" 2>&1 || echo "rtla timerlat: exit $?" \
+		>> "$LAB/timerlat.txt"
 fi
 
 for p in $bg; do

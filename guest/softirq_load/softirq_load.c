@@ -197,7 +197,8 @@ static LIST_HEAD(sl_blk_ready);		/* started requests, not completed */
 static struct blk_mq_tag_set sl_tag_set;
 static struct request_queue *sl_blk_q;
 static unsigned int sl_blk_stock;	/* requests kept in flight */
-static atomic_t sl_blk_inflight = ATOMIC_INIT(0);
+static atomic_t sl_blk_stocked = ATOMIC_INIT(0);	/* the refill's count */
+static atomic_t sl_blk_inflight = ATOMIC_INIT(0);	/* the teardown's */
 static DECLARE_WAIT_QUEUE_HEAD(sl_blk_waitq);
 static void sl_blk_refill(struct work_struct *work);
 static DECLARE_WORK(sl_blk_refill_work, sl_blk_refill);
@@ -418,6 +419,13 @@ static const struct blk_mq_ops sl_mq_ops = {
 
 static enum rq_end_io_ret sl_blk_end_io(struct request *rq, blk_status_t err)
 {
+	/*
+	 * Free the slot before queueing the refill: a refill already past
+	 * its check runs again and sees it.  Freed after queue_work(), the
+	 * slot was lost whenever the refill ran in between on the other
+	 * CPU, and with it every later trigger.
+	 */
+	atomic_dec(&sl_blk_stocked);
 	if (!READ_ONCE(sl_stopping))
 		queue_work(system_unbound_wq, &sl_blk_refill_work);
 	/* last: the teardown waits for this count to reach zero */
@@ -432,7 +440,7 @@ static void sl_blk_refill(struct work_struct *work)
 	struct request *rq;
 
 	while (!READ_ONCE(sl_stopping) &&
-	       atomic_read(&sl_blk_inflight) < sl_blk_stock) {
+	       atomic_read(&sl_blk_stocked) < sl_blk_stock) {
 		rq = blk_mq_alloc_request(sl_blk_q, REQ_OP_DRV_IN, 0);
 		if (IS_ERR(rq)) {
 			pr_warn_ratelimited("block: no request: %ld\n",
@@ -440,6 +448,7 @@ static void sl_blk_refill(struct work_struct *work)
 			return;
 		}
 		rq->end_io = sl_blk_end_io;
+		atomic_inc(&sl_blk_stocked);
 		atomic_inc(&sl_blk_inflight);
 		blk_execute_rq_nowait(rq, false);
 	}
