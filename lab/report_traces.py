@@ -2,7 +2,7 @@
 tracing overhead, a timeline per scenario and files for trace viewers."""
 from pathlib import Path
 
-from . import stats, trace, traceview
+from . import stats, timerlat, trace, traceview
 from .textfmt import WIDTH, fmt_us, wrap as _wrap
 
 WORST = 3                  # wake-ups explained per cell
@@ -18,8 +18,11 @@ def analyse(runs: list) -> dict:
         c = cells.setdefault(f"{r['scenario']}/{r['variant']}",
                              {"worst": [], "errors": [], "untraced": [],
                               "traced": [], "wakeups": 0, "over": 0,
-                              "causes": {}, "mismatched": [], "lost": []})
+                              "causes": {}, "mismatched": [], "lost": [],
+                              "timerlat": []})
         c["untraced"].append(r["histogram"])
+        if "timerlat" in r:
+            c["timerlat"].append(dict(r["timerlat"], boot=r["boot"]))
         c["traced"].append(r["traced_histogram"])
         t = r["trace"]
         if "error" in t:
@@ -52,7 +55,7 @@ def analyse(runs: list) -> dict:
             "causes": dict(sorted(c["causes"].items(),
                                   key=lambda kv: -kv[1])),
             "errors": c["errors"], "mismatched": c["mismatched"],
-            "lost": c["lost"],
+            "lost": c["lost"], "timerlat": c["timerlat"],
             "overhead": {"boots": len(c["untraced"]),
                          "median_us": med, "p99_us": p99,
                          "p99_ratio": p99[1] / p99[0] if p99[0] else None}}
@@ -77,7 +80,31 @@ def cause_lines(t: dict, variants: list, scen: str) -> list:
         if c["lost"]:
             out += _wrap(f"trace lost events, {var}: {c['lost'][0]}",
                          "    ")
+        for r in c["timerlat"]:
+            out += _wrap(f"rtla timerlat, {var} (pinned threads): "
+                         f"{rtla_text(r)}", "    ")
     return out
+
+
+def rtla_text(r: dict) -> str:
+    if not r["hit"]:
+        return "no latency over the threshold" + (
+            f" ({r['error']})" if r.get("error") else "")
+    return (f"CPU{r['cpu']} {r['latency_us']:.0f} us, "
+            f"{r['cause']} {100 * r['share']:.0f}%")
+
+
+def rtla_agreement(t: dict) -> tuple:
+    """(cells where rtla's cause names the lab's worst cause, cells with
+    both): the second opinion, counted."""
+    both = agree = 0
+    for c in t.values():
+        hits = [r for r in c.get("timerlat", []) if r["hit"]]
+        if not hits or not c["worst"]:
+            continue
+        both += 1
+        agree += timerlat.agrees(hits[0], c["worst"][0]["kind"])
+    return agree, both
 
 
 def text(t: dict, variants: list, scenarios: list) -> list:
@@ -115,6 +142,18 @@ def text(t: dict, variants: list, scenarios: list) -> list:
                 out += _wrap(f"  {x['latency_us']} us: "
                              f"{x['cause']}; {trace.placement(x)}",
                              "    ")
+            for r in c["timerlat"]:
+                out += _wrap(f"  rtla timerlat -a (its threads pinned, one "
+                             f"per CPU): {rtla_text(r)}", "    ")
+    agree, both = rtla_agreement(t)
+    if both:
+        out += [""] + _wrap(
+            f"rtla and the lab name the same cause in {agree} of {both} "
+            f"cells.  They need not: rtla's threads are pinned, one per "
+            f"CPU, and its CPU0 thread waits for a handler on CPU0 "
+            f"whatever the kernel does with free tasks; cyclictest's "
+            f"threads may move.  A pinned task is the case placement "
+            f"cannot help.")
     out += ["", "Tracing overhead (same boots, traced run after the "
             "measured one):", f"  {'cell':<28}{'p99 untraced':>13}"
             f"{'traced':>8}{'ratio':>7}"]

@@ -7,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-from . import cyclictest, stats, store, trace
+from . import cyclictest, stats, store, timerlat, trace
 from .log import LabError
 
 VECTORS = trace.VECTORS          # softirq vectors, /proc/softirqs order
@@ -118,6 +118,9 @@ def summarize(run_dir: Path) -> dict:
             t["lost_events"] = trace.buffer_losses(run_dir / "trace-stats")
         out.update(traced_histogram=stats.histogram(kept["latencies"]),
                    trace=t)
+    rtla = run_dir / "timerlat.txt"
+    if rtla.is_file():
+        out["timerlat"] = timerlat.parse(rtla.read_text(errors="replace"))
     return out
 
 

@@ -13,6 +13,7 @@ description = the long BLOCK handler, traced
 duration = 4
 module = vector=block spin_us=5000 period_us=20000 cpu=0
 trace = 1000
+timerlat = 1000
 """
 
 
@@ -26,6 +27,21 @@ def traced(tmp_path_factory, built):
                [scenario.parse(path)], 1, root)
     return {v: results.summarize(root / v / "long-block-traced" / "boot-1")
             for v in ("baseline", "stultz-v5")}
+
+
+def test_rtla_built_from_6_12_runs_on_the_6_1_guests(traced):
+    """rtla timerlat -a, its threads pinned one per CPU: the CPU0 thread
+    waits for the 5 ms handler on every kernel, placement or not."""
+    for r in traced.values():
+        rtla = r["timerlat"]
+        assert rtla["hit"], rtla
+        assert rtla["cpu"] == 0 and rtla["latency_us"] > 1000
+        assert rtla["cause"] == "BLOCK softirq" and rtla["share"] > 0.8
+
+
+def test_every_traced_window_is_a_cyclictest_sample(traced):
+    for r in traced.values():
+        assert r["trace"]["agreement"]["ok"], r["trace"]["agreement"]
 
 
 def test_the_traced_run_is_measured_for_the_overhead(traced):
