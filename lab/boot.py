@@ -5,6 +5,7 @@ run.json: provenance (variant, patch and config hashes, QEMU command line,
 accelerator, host CPU) and the outcome.  A run ends "ok" or "failed" with a
 reason that quotes the console (panic lines, last lines before a hang).
 """
+import re
 import time
 from pathlib import Path
 
@@ -13,6 +14,15 @@ from .build import Built
 from .log import LabError
 
 PANIC_MARK = "Kernel panic"
+# What the kernel reports when something is wrong that a latency number
+# would hide: a CPU that went idle with softirqs pending (what deferring
+# them can cause), an RCU stall, a warning or BUG, a lockdep report, a
+# hung task.  A run that shows one fails with the lines: a result.
+TROUBLE = re.compile(r"NOHZ tick-stop error|rcu: INFO: .*detected stall|"
+                     r"WARNING: CPU: |BUG: |blocked for more than \d+ "
+                     r"seconds|possible recursive locking|inconsistent "
+                     r"lock state|possible circular locking|"
+                     r"huh, entered softirq")
 
 
 def panic_lines(console: str) -> str:
@@ -21,6 +31,16 @@ def panic_lines(console: str) -> str:
         if PANIC_MARK in line:
             return "\n".join(lines[max(0, i - 8):i + 2])
     return ""
+
+
+def kernel_trouble(console: str) -> str:
+    """The console's TROUBLE lines (at most five), or ''."""
+    lines = [line.strip() for line in console.splitlines()
+             if TROUBLE.search(line)]
+    if not lines:
+        return ""
+    more = f"\n(and {len(lines) - 5} more)" if len(lines) > 5 else ""
+    return "kernel reported trouble:\n" + "\n".join(lines[:5]) + more
 
 
 def judge(outcome: qemu.Outcome, run_dir: Path, timeout: float) -> str:
@@ -33,6 +53,9 @@ def judge(outcome: qemu.Outcome, run_dir: Path, timeout: float) -> str:
     if outcome.status == "timeout":
         return (f"guest hung: killed by the watchdog after {timeout:.0f} s; "
                 f"last console lines:\n{outcome.tail()}")
+    trouble = kernel_trouble(console)
+    if trouble:
+        return trouble
     return plan_failure(run_dir, f"guest stopped (QEMU exit "
                         f"{outcome.exit_code}) before the plan finished; "
                         f"last console lines:\n{outcome.tail()}")

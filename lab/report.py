@@ -419,10 +419,16 @@ def text_report(runs: list, a: dict, descriptions: dict) -> str:
         out += [""] + _wrap("Causes of the worst cases and the tracing "
                             "overhead, in full: report.md.")
     if a["failed"]:
-        out += ["", "Failed runs (kept, not counted):"]
+        per = {v: sum(f["variant"] == v for f in a["failed"])
+               for v in a["variants"]}
+        out += ["", "Failed runs (kept, not counted): " + ", ".join(
+            f"{v} {n}" for v, n in per.items())]
         for f in a["failed"]:
+            # the first line names the failure; a quote follows a colon
+            why = f["reason"].splitlines() or [""]
+            first = " ".join(why[:2]) if why[0].endswith(":") else why[0]
             out += _wrap(f"- {f['variant']} {f['scenario']} boot "
-                         f"{f['boot']}: {f['reason'].splitlines()[0]}", "  ")
+                         f"{f['boot']}: {first}", "  ")
     too_long = [line for line in out if len(line) > WIDTH]
     assert not too_long, f"report line over {WIDTH} columns: {too_long[0]}"
     return "\n".join(out) + "\n"

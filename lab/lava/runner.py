@@ -117,6 +117,8 @@ def collect_job(run_dir: Path, job: dict, opts: Options) -> dict:
     panic = boot.panic_lines(console)
     if panic:
         reason = f"guest kernel panic:\n{panic}"
+    elif boot.kernel_trouble(console):
+        reason = boot.kernel_trouble(console)
     elif job["health"] != "Complete":
         reason = collect.failure(job, log) + tail
     else:

@@ -44,6 +44,22 @@ def test_plan_failure_quotes_plan_log(tmp_path):
     assert "Invalid argument" in reason
 
 
+def test_kernel_trouble_fails_a_finished_run_with_its_lines(tmp_path):
+    (tmp_path / "plan-exit").write_text("0\n")
+    console = ("lab-init: ok\n[   12.5] NOHZ tick-stop error: local "
+               "softirq work is pending, handler #08!!!\n"
+               "[   20.1] rcu: INFO: rcu_preempt detected stalls on "
+               "CPUs/tasks:\n[   30.0] INFO: task kworker/0:1:12 blocked "
+               "for more than 120 seconds.\nlab: plan done\n")
+    reason = boot.judge(outcome(tmp_path, console), tmp_path, 60)
+    assert reason.startswith("kernel reported trouble:")
+    assert "NOHZ tick-stop error" in reason and "detected stalls" in reason
+    assert "blocked for more than 120 seconds" in reason
+    assert "plan done" not in reason
+    many = "WARNING: CPU: 0 PID: 1 at x\n" * 7
+    assert "(and 2 more)" in boot.kernel_trouble(many)
+
+
 def test_success(tmp_path):
     (tmp_path / "plan-exit").write_text("0\n")
     assert boot.judge(outcome(tmp_path, "fine\n"), tmp_path, 60) == ""
