@@ -1,5 +1,6 @@
 """The trace phase in real guests: a 5 ms BLOCK handler every 20 ms on
-CPU0, CPU1 idle.  Measured under icount-3-nosleep (4 s runs): baseline's
+CPU0, CPU1 idle.  Measured under icount-3-nosleep (4 s runs; the same
+under icount-3-slice20): baseline's
 worst wake-ups were the BLOCK softirq on the task's own CPU, inline or
 in ksoftirqd/0 (4809 and 4971 us in two runs); stultz-v5's were mostly
 not a softirq on its CPU (62 us: interrupts and a late IPI on CPU1,
@@ -54,7 +55,7 @@ def test_the_traced_run_is_measured_for_the_overhead(traced):
 def kernel_worst(r: dict) -> list:
     """The worst windows not blamed on the emulator: a vCPU that stands
     still inside an interrupt (about 4 ms, one guest tick, seen in every
-    scenario's traces under icount) is not a kernel cause."""
+    scenario's traces under Debian's QEMU) is not a kernel cause."""
     return [x for x in r["trace"]["worst"] if not x["emulator"]]
 
 
