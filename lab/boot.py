@@ -143,5 +143,25 @@ def finish(record: dict, run_dir: Path, reason: str, seconds: float,
             (run_dir / "init-uptime").read_text().split()[0])
     except (OSError, IndexError, ValueError):
         pass
+    record["phases_s"] = phases(run_dir, record.get("boot_to_init_s", 0.0))
     store.write_json(run_dir / "run.json", record)
     return record
+
+
+def phases(run_dir: Path, start: float) -> dict:
+    """Guest seconds per plan phase, from the plan's `phases` marks ("name
+    uptime" when a phase ends; guest/plans/scenario.sh): where a run's
+    time goes.  Under icount these are the guest's virtual seconds."""
+    out = {}
+    try:
+        lines = (run_dir / "phases").read_text().splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        try:
+            name, up = line.split()
+            out[name] = round(float(up) - start, 2)
+            start = float(up)
+        except ValueError:
+            continue            # cut short by a stop: the rest is kept
+    return out

@@ -92,3 +92,13 @@ def test_plan_parameter_names_are_checked(tmp_path):
     plan.write_text("true\n")
     with pytest.raises(LabError, match="bad parameter name 'A B'"):
         boot.plan_script(plan, {"A B": 1})
+
+
+def test_phase_seconds_come_from_the_plans_marks(tmp_path):
+    (tmp_path / "phases").write_text("setup 2.50\nmeasure 12.75\n"
+                                     "trace 23.00\ncollect 23.4")
+    assert boot.phases(tmp_path, 2.0) == {
+        "setup": 0.5, "measure": 10.25, "trace": 10.25, "collect": 0.4}
+    (tmp_path / "phases").write_text("setup 2.5\nmeas")
+    assert boot.phases(tmp_path, 2.0) == {"setup": 0.5}
+    assert boot.phases(tmp_path / "none", 0) == {}
