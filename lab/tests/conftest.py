@@ -6,6 +6,17 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "guest: builds kernels or boots guests (slow); runs "
+        "after the unit tests, `make test` leaves it out")
+
+
+def pytest_collection_modifyitems(items):
+    """Unit tests first: a broken host side shows in seconds."""
+    items.sort(key=lambda item: item.get_closest_marker("guest") is not None)
+
+
 @pytest.fixture
 def variant_root(tmp_path):
     """An empty variants/ folder to fill with test variants."""

@@ -1,5 +1,5 @@
 """LAVA job definitions and job-log unpacking, without a server (the
-server is in test_zz_lava.py)."""
+server is in test_lava.py)."""
 import base64
 import hashlib
 import io

@@ -1,5 +1,5 @@
 """The lab's QEMU: which settings need it, how runs record it, and what a
-patch that does not apply says.  No build here (test_zz_emulator.py)."""
+patch that does not apply says.  No build here (test_emulator.py)."""
 import pytest
 
 from lab import matrix, qemu, qemubuild, settings, store

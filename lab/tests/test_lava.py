@@ -11,6 +11,8 @@ import pytest
 from lab import results, store
 from lab.lava import local
 
+pytestmark = pytest.mark.guest
+
 SHORT = """description = a 5 ms BLOCK handler every 20 ms, 2 s, for the LAVA test
 duration = 2
 cyclictest = -t 1 -p 99 -i 1000

@@ -15,6 +15,8 @@ import pytest
 
 from lab import build, variants
 
+pytestmark = pytest.mark.guest
+
 
 def sha256(path):
     return hashlib.sha256(path.read_bytes()).hexdigest()

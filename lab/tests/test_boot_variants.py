@@ -1,8 +1,8 @@
 """Boot tests: every variant builds, boots with 2 vCPUs, and is itself.
 
 Slow (cold: one kernel build per variant, about 8 minutes each on 2
-cores; warm: seconds per boot).  Named test_zz_* so the fast unit tests
-report first.
+cores; warm: seconds per boot).  Marked `guest`: they run after the
+unit tests, and `make test` leaves them out.
 """
 import time
 
@@ -11,6 +11,8 @@ import pytest
 from lab import boot, build, health, kconfig, paths, store, variants
 from lab.log import LabError
 from lab.tests.conftest import make_variant
+
+pytestmark = pytest.mark.guest
 
 CPUS = 2
 ALL = variants.discover()

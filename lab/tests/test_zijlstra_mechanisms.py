@@ -13,7 +13,9 @@ ksoftirqd (batch_hist: 100 us buckets).
 """
 import pytest
 
-from lab.tests.test_zz_guest_module import by_name, run_in_guest
+from lab.tests.test_guest_module import by_name, run_in_guest
+
+pytestmark = pytest.mark.guest
 
 MECHANISM_SEEN = {"baseline": False, "stultz-v5": False, "zijlstra": True}
 

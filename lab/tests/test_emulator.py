@@ -11,6 +11,8 @@ import pytest
 
 from lab import matrix, qemubuild, results, scenario, settings, variants
 
+pytestmark = pytest.mark.guest
+
 NULL_HOG = """\
 description = null control, short
 duration = 4

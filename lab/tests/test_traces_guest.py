@@ -9,6 +9,8 @@ import pytest
 
 from lab import matrix, results, scenario, variants
 
+pytestmark = pytest.mark.guest
+
 LONG_BLOCK = """\
 description = the long BLOCK handler, traced
 duration = 4

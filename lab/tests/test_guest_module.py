@@ -11,6 +11,8 @@ import pytest
 
 from lab import boot, guestbuild, paths
 
+pytestmark = pytest.mark.guest
+
 PLANS = paths.GUEST_DIR / "plans"
 NAMES = ["baseline", "stultz-v5", "zijlstra"]
 

@@ -14,6 +14,8 @@ import pytest
 from lab import matrix, paths, scenario, store, variants
 from lab.log import LabError
 
+pytestmark = pytest.mark.guest
+
 SHORT = "description = two seconds of cyclictest, for fault tests\n" \
         "duration = 2\n"
 
