@@ -19,8 +19,9 @@ import signal
 
 from pathlib import Path
 
-from . import (boot, build, fidelity, guestbuild, health, matrix, paths,
-               qemu, report, scenario, settings, stats, variants)
+from . import (boot, build, fidelity, guestbuild, health, matrix, paths, qemu,
+               qemubuild, report, rtlabuild, scenario, settings, stats,
+               variants)
 from .log import LabError, info
 
 
@@ -28,6 +29,10 @@ def cmd_build(args) -> int:
     # The test module too, while the shared tree holds each variant.
     build.build_all(variants.select(args.variants), force=args.force,
                     then=guestbuild.module)
+    # and what the guests run in and with, built once
+    if qemu.tcg("build").emulator:
+        qemubuild.ensure()
+    rtlabuild.ensure()
     return 0
 
 

@@ -84,15 +84,6 @@ def provenance() -> dict:
             "binary": str(folder(key) / BINARY)}
 
 
-def binary() -> Path:
-    """The lab's QEMU binary; a clear error if it was not built yet."""
-    path = Path(provenance()["binary"])
-    if not path.is_file():
-        raise LabError(f"the lab's QEMU is not built ({path}): "
-                       f"`make variants` or `python3 -m lab build` builds it")
-    return path
-
-
 def ensure() -> Path:
     """Build the lab's QEMU unless the cache has it; return the binary."""
     name, version = installed_source()
