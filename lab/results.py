@@ -109,12 +109,10 @@ def summarize(run_dir: Path) -> dict:
         over = int(record.get("plan_env", {}).get("TRACE") or 0)
         kept = latency(run_dir, "cyclictest-traced",
                        json.loads(traced.read_text()))
-        t = trace.explain_run(run_dir, over)
+        every, _ = cyclictest.parse(
+            (run_dir / "cyclictest-traced.out").read_text(errors="replace"))
+        t = trace.explain_run(run_dir, over, every)
         if "error" not in t:
-            lat = kept["latencies"]
-            t["agreement"] = trace.agreement(
-                t, sum(x["after_start"] for x in kept["threads"].values()),
-                stats.nearest_rank(lat, 0.99), stats.nearest_rank(lat, 1))
             t["lost_events"] = trace.buffer_losses(run_dir / "trace-stats")
         out.update(traced_histogram=stats.histogram(kept["latencies"]),
                    trace=t)

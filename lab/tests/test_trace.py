@@ -37,8 +37,7 @@ cpus=2
           <idle>-0     [000]   100.002010: irq_handler_exit:     irq=0 ret=handled
           <idle>-0     [000]   100.004910: softirq_exit:         vec=4 [action=BLOCK]
           <idle>-0     [000]   100.004920: sched_switch:         swapper/0:0 [120] R ==> cyclictest:225 [0]
-      cyclictest-225   [000]   100.004950: print:                tracing_mark_write: hit latency threshold (2950 > 1000)
-"""
+""" + sleep("cyclictest", 225, 0, 100.00493, 100.0029)
 
 # The task is woken on CPU0 where a tasklet runs in ksoftirqd, but a
 # higher-priority task holds CPU1: woken on CPU0, ran there after
@@ -52,8 +51,7 @@ KSOFTIRQD = WIDENED.format(ts="49.000000") + \
      ksoftirqd/0-12    [000]    50.000502: sched_wakeup:         cyclictest:300 [0] CPU:000
      ksoftirqd/0-12    [000]    50.001800: softirq_exit:         vec=6 [action=TASKLET]
      ksoftirqd/0-12    [000]    50.001810: sched_switch:         ksoftirqd/0:12 [120] R ==> cyclictest:300 [0]
-      cyclictest-300   [000]    50.001830: print:                tracing_mark_write: hit latency threshold (1330 > 1000)
-"""
+""" + sleep("cyclictest", 300, 0, 50.00182, 55.0014)
 
 # Woken on CPU0 (busy with NET_RX), placed on idle CPU1, which then sits
 # idle: the cause is not a softirq on the task's own CPU.
@@ -66,7 +64,7 @@ PLACED_IDLE = WIDENED.format(ts="9.000000") + """\
           <idle>-0     [000]    10.001002: sched_migrate_task:   comm=cyclictest pid=400 prio=0 orig_cpu=0 dest_cpu=1
           <idle>-0     [000]    10.001004: sched_wakeup:         cyclictest:400 [0] CPU:001
           <idle>-0     [001]    10.002900: sched_switch:         swapper/1:0 [120] R ==> cyclictest:400 [0]
-      cyclictest-400   [001]    10.002950: print:                tracing_mark_write: hit latency threshold (1950 > 1000)
+""" + sleep("cyclictest", 400, 1, 10.00291, 10.002) + """\
           <idle>-0     [000]    10.004000: softirq_exit:         vec=3 [action=NET_RX]
 """
 
@@ -84,12 +82,14 @@ STILL_RUNNING = WIDENED.format(ts="19.000000") + """\
 """ + fires("<idle>", 0, 0, 20.001, 20.001) + """\
           <idle>-0     [000]    20.001000: sched_waking:         comm=cyclictest pid=500 prio=0 target_cpu=000
           <idle>-0     [000]    20.001030: sched_switch:         swapper/0:0 [120] R ==> cyclictest:500 [0]
-"""
+""" + sleep("cyclictest", 500, 0, 20.00104, 20.002)
 
 
 def test_a_wakeup_of_a_running_task_is_a_sample_of_its_own():
+    # each sample ends where the thread sleeps again
     found = trace.samples(trace.parse(STILL_RUNNING))
-    assert [w.latency_us for w in found] == [0, 30]
+    assert [w.latency_us for w in found] == [50, 40]
+    assert found[0].run is None and found[1].run.name == "sched_switch"
 
 
 def worst(text):
@@ -100,8 +100,9 @@ def worst(text):
 
 def test_a_late_timer_interrupt_is_inside_the_window():
     x = worst(LONG_BLOCK)
-    # due at 100.001900, the interrupt at 100.002000, run at 100.004920
-    assert x["latency_us"] == 3020 and x["timer_late_us"] == 101
+    # due at 100.001900, the interrupt at 100.002000, run at 100.004920,
+    # asleep again at 100.004930
+    assert x["latency_us"] == 3030 and x["timer_late_us"] == 101
 
 
 def test_long_softirq_on_the_tasks_cpu():
@@ -110,14 +111,14 @@ def test_long_softirq_on_the_tasks_cpu():
     assert x["ran_on"] == 0 and x["target_cpu"] == 0
     assert x["cause"].startswith("BLOCK softirq on CPU0, the task's CPU")
     shares = x["cpus"]["0"]
-    assert 2900 < shares["BLOCK softirq"] < 3020
+    assert 2900 < shares["BLOCK softirq"] < 3030
     assert shares["hard irq"] < 20
     assert trace.placement(x) == "woken on CPU0, ran on CPU0"
 
 
 def test_softirq_in_ksoftirqd():
     x = worst(KSOFTIRQD)
-    assert x["latency_us"] == 1410       # the clocks' offset taken out
+    assert x["latency_us"] == 1420       # the clocks' offset taken out
     assert x["cause"].startswith("TASKLET softirq in ksoftirqd/0 on CPU0")
 
 
@@ -141,9 +142,10 @@ def test_wakeups_before_the_threads_were_free_are_left_out():
                         if "affinity widened" not in line)
     with pytest.raises(LabError, match="no 'lab: affinity widened' marker"):
         trace.samples(trace.parse(pinned))
-    # wake-ups before the marker (task still pinned) are left out
+    # samples before the marker (task still pinned) are kept to pair
+    # with cyclictest's, marked not free, and never explained
     late = LONG_BLOCK.replace("99.000000: print", "100.003000: print")
-    assert trace.samples(sorted_trace(late)) == []
+    assert [w.free for w in trace.samples(sorted_trace(late))] == [False]
 
 
 def test_views_of_a_worst_case(tmp_path):
@@ -170,7 +172,8 @@ def traced_run(n: int) -> str:
     out, t = [WIDENED.format(ts="9.000000")], 10.0
     for i in range(n):
         lat = 5480e-6 if i % 10 == 0 else 300e-6
-        out.append(sleep("cyclictest", 225, 0, t - 5e-3, t))
+        if i == 0:
+            out.append(sleep("cyclictest", 225, 0, t - 5e-3, t))
         if i % 10 == 0:
             out.append(f"          <idle>-0     [000]    {t - 1e-4:.6f}: "
                        f"softirq_entry:        vec=4 [action=BLOCK]\n")
@@ -184,6 +187,7 @@ def traced_run(n: int) -> str:
         out.append(f"          <idle>-0     [000]    {t + lat:.6f}: "
                    f"sched_switch:         swapper/0:0 [120] R ==> "
                    f"cyclictest:225 [0]\n")
+        out.append(sleep("cyclictest", 225, 0, t + lat + 1e-5, t + 0.01))
         out.append(f"      cyclictest-225   [000]    {t + lat + 2e-5:.6f}: "
                    f"sched_switch:         cyclictest:225 [0] S ==> "
                    f"swapper/0:0 [120]\n")
@@ -219,13 +223,13 @@ def test_report_explains_each_cells_worst_case(tmp_path):
     out = report.write(root, tmp_path / "rep", {}, "make lab")
     text = " ".join((out / "report.txt").read_text().split())
     # report.txt: one line per cell; report.md: the whole table
-    assert "worst traced, baseline: 5480 us, BLOCK softirq on CPU0, the " \
+    assert "worst traced, baseline: 5490 us, BLOCK softirq on CPU0, the " \
            "task's CPU" in text
     md = (out / "report.md").read_text()
     assert "Cause of the worst-case latency" in md
     assert "baseline: 30 of 300 wake-ups over 1000 us: 30 BLOCK softirq " \
            "on the task's CPU; worst:" in " ".join(md.split())
-    assert "5480 us: BLOCK softirq on CPU0, the task's CPU" in md
+    assert "5490 us: BLOCK softirq on CPU0, the task's CPU" in md
     assert re.search(r"long/baseline\s+\d+\s+5500\s+\d\.\d\d", md)
     assert (out / "timeline-long.png").stat().st_size > 1000
     assert not (out / "data" / "trace-long-baseline.dat").exists()
@@ -235,13 +239,27 @@ def test_report_explains_each_cells_worst_case(tmp_path):
 
 
 def test_a_trace_that_disagrees_with_cyclictest_is_flagged():
-    t = {"wakeups": 5604, "max_us": 24566, "p99_us": 3966}
-    bad = trace.agreement(t, samples=7741, p99_us=7956, max_us=24592)
+    windows = trace.samples(trace.parse(traced_run(300)))
+    # cyclictest read its clock 10 us before the thread slept again
+    same = {0: [5480 if i % 10 == 0 else 300 for i in range(300)]}
+    good = trace.agreement(windows, same)
+    assert good["ok"], good
+    assert good["path_us"] == 10 and good["pairs"] == 300
+    # a sample cyclictest saw that the trace did not (every tenth 5 ms)
+    late = {0: [5480 if i % 10 == 0 else 300 for i in range(300)]}
+    late[0][5] = 5300
+    assert trace.agreement(windows, late)["ok"]         # 1 of 300: < 1%
+    for i in range(1, 300, 10):
+        late[0][i] = 5300
+    bad = trace.agreement(windows, late)
     assert not bad["ok"]
-    assert bad["why"] == "5604 windows, 7741 samples; trace p99 3966 " \
-                         "us, cyclictest 7956 us"
-    good = {"wakeups": 7973, "max_us": 5026, "p99_us": 4781}
-    assert trace.agreement(good, 7981, 4802, 5047)["ok"]
+    assert bad["why"].startswith("31 of 300 samples differ from their "
+                                 "window by more than 5% or 20 us")
+    short = trace.agreement(windows, {0: same[0][:280]})
+    assert short["why"].startswith("thread 0: 300 windows, 280 samples")
+    assert "2 traced threads" in trace.agreement(
+        windows + [trace.Window(9, 0, None, None, windows[0].end)],
+        same)["why"]
 
 
 def test_lost_events_are_read_from_the_ring_buffers_stats(tmp_path):
