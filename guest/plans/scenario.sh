@@ -25,6 +25,12 @@ EVENTS="-e irq:softirq_raise -e irq:softirq_entry -e irq:softirq_exit
 -e irq_vectors:call_function_single_exit -e timer:hrtimer_start
 -e timer:hrtimer_expire_entry"
 
+# The end of a phase, in guest seconds since boot: run.json's phases_s.
+mark() {
+	read -r up _ < /proc/uptime
+	echo "$1 $up" >> "$LAB/phases"
+}
+
 # Nanoseconds on a CPU of every ksoftirqd thread (schedstat's first field)
 ksoftirqd_ns() {
 	for d in /proc/[0-9]*; do
@@ -57,6 +63,7 @@ while [ "$i" -lt "$NBACKGROUND" ]; do
 	i=$((i + 1))
 done
 [ -z "$BG_PHASE_US" ] || usleep "$BG_PHASE_US"
+mark setup
 
 # cyclictest for $1 seconds, every sample printed (-v, unbuffered) to
 # /tmp/cyclictest.out, JSON to $2; prints its pid's thread ids with their
@@ -133,6 +140,7 @@ cp /tmp/cyclictest.json /tmp/cyclictest.out /tmp/cyclictest-start.txt "$LAB/"
 latency_measurements cyclictest > /tmp/measurements
 ksoftirqd_ns > "$LAB/ksoftirqd-after"
 cat /proc/softirqs > "$LAB/softirqs-after"
+mark measure
 
 # Trace phase, same load: cyclictest again, as long as the measurement,
 # with the events traced into a ring buffer that holds the whole run
@@ -157,6 +165,7 @@ if [ -n "$TRACE" ]; then
 	trace-cmd extract -o /tmp/trace.dat > /dev/null 2>&1
 	cp /tmp/trace.dat "$LAB/trace.dat"
 	trace-cmd reset > /dev/null
+	mark trace
 fi
 
 # rtla's second opinion (README.md, "Traces"): timerlat's threads, one
@@ -166,6 +175,7 @@ if [ -n "$TIMERLAT" ]; then
 	(cd /tmp && rtla timerlat top -q -a "$TIMERLAT" -d "${MEASURE}s") \
 		> "$LAB/timerlat.txt" 2>&1 || echo "rtla timerlat: exit $?" \
 		>> "$LAB/timerlat.txt"
+	mark timerlat
 fi
 
 for p in $bg; do
@@ -180,6 +190,8 @@ if [ -n "$PROBE_ARGS" ]; then
 	softirq_probe $PROBE_ARGS -o /tmp/probe.jsonl
 	cp /tmp/probe.jsonl "$LAB/probe.jsonl"
 	rmmod softirq_load
+	mark probe
 fi
 cp /tmp/measurements "$LAB/measurements"
 dmesg > "$LAB/dmesg"
+mark collect
