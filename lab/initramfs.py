@@ -1,7 +1,7 @@
 """The guest's initramfs: Debian's binaries, their libraries, our init.
 
 Programs come from the host's Debian packages (busybox-static, rt-tests,
-stress-ng, iperf3, trace-cmd) with the shared libraries ldd names for
+stress-ng, iperf3, trace-cmd, chrt) with the shared libraries ldd names for
 them, so the guest runs exactly the versions a kernel developer on
 Debian 12 runs.  The archive is made with cpio (newc) and cached by
 the content of everything in it.
@@ -21,6 +21,7 @@ PROGRAMS = [
     ("/usr/bin/stress-ng", "stress-ng"),
     ("/usr/bin/iperf3", "iperf3"),
     ("/usr/bin/trace-cmd", "trace-cmd"),
+    ("/usr/bin/chrt", "util-linux"),
 ]
 # The lab's own guest scripts (load generators that report metrics).
 GUEST_BIN = paths.GUEST_DIR / "bin"

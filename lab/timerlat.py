@@ -14,7 +14,8 @@ HIT = re.compile(r"## CPU (\d+) hit stop tracing")
 PART = re.compile(r"^  (IRQ handler delay|IRQ latency|Timerlat IRQ duration|"
                   r"Blocking thread|IRQ interference|Softirq interference|"
                   r"Thread interference|Thread latency):?\s+([\d.]+) us")
-# a contributor under a part: "BLOCK:4  4553.21 us", "swapper/0:0  347.74 us"
+# a contributor under a part: "BLOCK:4  4553.21 us", "swapper/0:0  347.74 us";
+# rtla lists them in vector or pid order, not by size
 SOURCE = re.compile(r"^\s+(\S+?):(\d+)\s+([\d.]+) us")
 # the parts that delay the thread, and what each is called in the lab
 INTERFERENCE = ("Softirq interference", "IRQ interference",
@@ -31,7 +32,7 @@ def parse(text: str) -> dict:
                   if line.startswith("rtla timerlat: exit")
                   or "error" in line.lower()]
         return {"hit": False, "error": failed[0] if failed else ""}
-    parts, top, current = {}, {}, None
+    parts, top, size, current = {}, {}, {}, None
     for line in text[m.end():].splitlines():
         p = PART.match(line)
         if p:
@@ -39,8 +40,9 @@ def parse(text: str) -> dict:
             parts[current] = float(p.group(2))
             continue
         s = SOURCE.match(line)
-        if s and current in INTERFERENCE and current not in top:
-            top[current] = s.group(1)
+        if s and current in INTERFERENCE and \
+                float(s.group(3)) > size.get(current, -1.0):
+            top[current], size[current] = s.group(1), float(s.group(3))
         if line.startswith("Max timerlat IRQ latency"):
             break
     latency = parts.get("Thread latency", 0.0)

@@ -79,6 +79,10 @@ run_cyclictest() {
 	cyclictest $CYCLICTEST -m -q -v -u -D "$secs" -h 20000 \
 		--json="$json" > /tmp/cyclictest.out 2>&1 &
 	ct=$!
+	# Until the threads are set free this shell runs just below them: a
+	# UDP flood on both CPUs otherwise holds it (and its taskset and awk)
+	# off for the whole run, and no sample would count.
+	chrt -f -p 98 $$ > /dev/null 2>&1 || true
 	# Few forks while cyclictest starts: in single-threaded TCG and under
 	# -icount a busy vCPU can hold the other one off for milliseconds
 	# (README.md, "Fidelity"), and that would land in the first samples.
@@ -118,6 +122,7 @@ run_cyclictest() {
 		> /sys/kernel/tracing/trace_marker || true
 	awk -F: '$1 ~ /^ *[0-9]+$/ && $2 ~ /^ *[0-9]+$/ { n[$1 + 0]++ }
 		END { for (t in n) print t, n[t] }' /tmp/cyclictest.out > "$startfile"
+	chrt -o -p 0 $$ > /dev/null 2>&1 || true
 	wait $ct || true
 }
 

@@ -35,6 +35,14 @@ def test_the_largest_part_is_the_cause_in_the_labs_words():
     assert report_traces.rtla_text(r) == "CPU0 4716 us, BLOCK softirq 97%"
 
 
+def test_the_largest_source_names_the_cause_not_the_first():
+    storm = HIT.replace(
+        "                     BLOCK:4                              4553.21 us",
+        "                        HI:0                               900.00 us\n"
+        "                     BLOCK:4                              3653.21 us")
+    assert timerlat.parse(storm)["cause"] == "BLOCK softirq"
+
+
 def test_no_hit_and_a_failed_rtla_are_said():
     assert timerlat.parse("  0 #3000 | 7 4 7 34 |\n") == \
         {"hit": False, "error": ""}
