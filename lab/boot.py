@@ -5,6 +5,7 @@ run.json: provenance (variant, patch and config hashes, QEMU command line,
 accelerator, host CPU) and the outcome.  A run ends "ok" or "failed" with a
 reason that quotes the console (panic lines, last lines before a hang).
 """
+import hashlib
 import re
 import time
 from pathlib import Path
@@ -115,6 +116,11 @@ def run_plan(built: Built, plan: Path, run_dir: Path, accel: qemu.Accel,
                   watchdog_fired=outcome.status == "timeout")
 
 
+def plan_digest(plan: Path) -> str:
+    """A run made by another version of its plan is another run."""
+    return hashlib.sha256(plan.read_bytes()).hexdigest()
+
+
 def provenance(built: Built, plan: Path, env: dict, cpus: int,
                machine: dict, context: dict = None) -> dict:
     """run.json of a run about to start: what runs, where and how."""
@@ -124,6 +130,7 @@ def provenance(built: Built, plan: Path, env: dict, cpus: int,
                    ("release", "hash", "patches", "config_sha256",
                     "kernel_version", "source_tarball_sha256")},
         "plan": plan.name,
+        "plan_sha256": plan_digest(plan),
         "plan_env": dict(env or {}),
         "cpus": cpus,
         "qemu": machine,

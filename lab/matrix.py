@@ -75,7 +75,8 @@ def emulation(accel: qemu.Accel) -> list:
 
 
 def finished(run_dir: Path, kernel_hash: str, scenario_digest: str,
-             accel: qemu.Accel = None, runner: str = "local") -> bool:
+             accel: qemu.Accel = None, runner: str = "local",
+             plan_sha: str = None) -> bool:
     try:
         record = store.read_json(run_dir / "run.json")
     except (OSError, ValueError):
@@ -86,6 +87,8 @@ def finished(run_dir: Path, kernel_hash: str, scenario_digest: str,
                 ran.get("emulator", {}).get("build", "")] != emulation(accel):
             return False
     if ("lava" in record) != (runner == "lava"):
+        return False
+    if plan_sha is not None and record.get("plan_sha256") != plan_sha:
         return False
     return (record.get("status") in ("ok", "failed")
             and record.get("kernel", {}).get("hash") == kernel_hash
@@ -149,7 +152,8 @@ def run(variants: list, scenarios: list, boots: int,
              for s in scenarios for v in variants]
     todo = [c for c in cells if not finished(
         c.folder(root), built[c.variant.name].meta["hash"],
-        c.scenario.digest, accel, "local" if lava is None else "lava")]
+        c.scenario.digest, accel, "local" if lava is None else "lava",
+        boot.plan_digest(PLAN))]
     if len(todo) < len(cells):
         info(f"{len(cells) - len(todo)} of {len(cells)} runs already done; "
              f"resuming")

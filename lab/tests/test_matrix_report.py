@@ -67,6 +67,7 @@ def test_finished_means_ok_or_failed_with_the_same_inputs(tmp_path):
     assert matrix.finished(d, "h", "d")
     assert not matrix.finished(d, "other-kernel", "d")
     assert not matrix.finished(d, "h", "other-scenario")
+    assert not matrix.finished(d, "h", "d", plan_sha="another plan")
     same = matrix.qemu.Accel("tcg", "x", ["-accel", "tcg"])
     other = matrix.qemu.Accel("tcg", "x", ["-accel", "tcg,thread=multi"])
     assert matrix.finished(d, "h", "d", same)
@@ -100,6 +101,7 @@ def test_run_resumes_and_redoes_only_unfinished_cells(tmp_path,
     done = fake_run(tmp_path / "res", "baseline", "idle", 1, 10, 20)
     record = store.read_json(done / "run.json")
     record["scenario"]["digest"] = digest
+    record["plan_sha256"] = matrix.boot.plan_digest(matrix.PLAN)
     store.write_json(done / "run.json", record)
     fake_run(tmp_path / "res", "baseline", "idle", 2, 10, 20,
              status="running")
