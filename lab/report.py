@@ -206,8 +206,10 @@ def kernel_setup() -> str:
 def _medium(r0: dict) -> str:
     acc = r0["qemu"]["accel"]
     if acc["name"] == "tcg" and any("icount" in a for a in acc["args"]):
+        turns = ("in turns of at most 20 us" if acc.get("emulator")
+                 else "in turn")
         return ("virtual time under icount (QEMU TCG: each instruction a "
-                "fixed time, vCPUs run in turn), not hardware time")
+                f"fixed time, vCPUs run {turns}), not hardware time")
     return f"QEMU, accelerator {acc['name']}"
 
 
@@ -217,12 +219,16 @@ def _setup_lines(runs: list, a: dict, descriptions: dict) -> list:
     out = _wrap(f"Kernel: Linux {r0['kernel']['kernel_version']} (Debian "
                 f"linux-source-6.1), {kernel_setup()}; variants: "
                 f"{', '.join(a['variants'])}.", "  ")
-    out += _wrap(f"Guest: {q['qemu_version']}, {r0.get('cpus', 2)} vCPUs, "
+    emulator = q["accel"].get("emulator")
+    which = (f"the lab's QEMU ({emulator['source']} with "
+             f"{', '.join(emulator['patches'])}; build {emulator['build']})"
+             if emulator else q["qemu_version"])
+    out += _wrap(f"Guest: {which}, {r0.get('cpus', 2)} vCPUs, "
                  f"{' '.join(q['accel']['args'])}"
                  + (f", guest {q['accel']['append']}"
                     if q['accel'].get('append') else "")
-                 + (" (one CPU at boot, where icount's round-robin hangs; "
-                    "init brings CPU1 online before any test)"
+                 + (" (one CPU at boot, as every icount setting; init "
+                    "brings CPU1 online before any test)"
                     if "maxcpus=1" in q['accel'].get('append', "") else "")
                  + ".", "  ")
     out += _wrap(f"Host CPU: {q['host_cpu']}.", "  ")
