@@ -99,7 +99,8 @@ def run_plan(built: Built, plan: Path, run_dir: Path, accel: qemu.Accel,
     if not plan.is_file():
         raise LabError(f"plan {plan} not found")
     run_dir.mkdir(parents=True, exist_ok=True)
-    for stale in ("plan-exit", "plan.log", "run.json"):
+    for stale in ("plan-exit", "plan.log", "run.json", "phases",
+                  "timerlat.txt"):
         (run_dir / stale).unlink(missing_ok=True)
     store.write_text(run_dir / "plan.sh", plan_script(plan, env))
     machine = qemu.Machine(kernel=built.image,

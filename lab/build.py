@@ -54,13 +54,14 @@ class Built:
 NEEDED_GB = 3
 
 
-def check_disk(folder: Path, needed_gb: float) -> None:
+def check_disk(folder: Path, needed_gb: float,
+               what: str = "a variant build") -> None:
     """Fail before a long step that would fill the disk half way."""
     folder.mkdir(parents=True, exist_ok=True)
     free = shutil.disk_usage(folder).free / 2**30
     if free < needed_gb:
         raise LabError(f"not enough disk space in {folder}: {free:.1f} GB "
-                       f"free, a variant build needs about {needed_gb} GB "
+                       f"free, {what} needs about {needed_gb} GB "
                        f"(set LAB_CACHE to use another disk)")
 
 

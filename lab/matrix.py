@@ -57,10 +57,11 @@ class Cell:
 
     def expected_seconds(self) -> float:
         """Guest seconds the plan takes: a trace phase runs cyclictest a
-        second time."""
+        second time, and rtla timerlat a third where the scenario asks."""
         probe = 8 if self.scenario.probe else 0
-        return self.scenario.duration * (2 if self.traced else 1) + \
-            BOOT_OVERHEAD_S + probe
+        phases = 1 + (self.traced and 1) + \
+            (self.traced and bool(self.scenario.timerlat))
+        return self.scenario.duration * phases + BOOT_OVERHEAD_S + probe
 
     def folder(self, root: Path) -> Path:
         return root / self.variant.name / self.scenario.name / \

@@ -94,7 +94,7 @@ def ensure() -> Path:
     with locked(f"qemu-{key[:16]}"):
         if (out / BINARY).is_file():        # built while we waited
             return out / BINARY
-        check_disk(paths.cache_dir(), NEEDED_GB)
+        check_disk(paths.cache_dir(), NEEDED_GB, "the QEMU build")
         started = time.monotonic()
         info(f"QEMU: building {name} {version} with "
              f"{len(patches())} lab patches (once, about 5 min)")
@@ -105,7 +105,9 @@ def ensure() -> Path:
         _apply_patches(tree)
         _compile(tree, work / "build")
         out.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(work / "build" / BINARY, out / BINARY)
+        # under a temporary name: a copy cut short is never taken as built
+        shutil.copy2(work / "build" / BINARY, out / (BINARY + ".tmp"))
+        os.replace(out / (BINARY + ".tmp"), out / BINARY)
         (out / "provenance.json").write_text(json.dumps(provenance(),
                                                         indent=1))
         shutil.rmtree(work, ignore_errors=True)

@@ -4,6 +4,7 @@ Reads only what the runs wrote (via lab/results.py), so it can be run
 again, anywhere the results folder was copied, without booting anything.
 report.txt is plain text of at most 72 columns, for a reply on the list.
 """
+import re
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -206,7 +207,8 @@ def kernel_setup() -> str:
 def _medium(r0: dict) -> str:
     acc = r0["qemu"]["accel"]
     if acc["name"] == "tcg" and any("icount" in a for a in acc["args"]):
-        turns = ("in turns of at most 20 us" if acc.get("emulator")
+        m = re.search(r"icount-slice=(\d+)", " ".join(acc["args"]))
+        turns = (f"in turns of at most {int(m.group(1)) // 1000} us" if m
                  else "in turn")
         return ("virtual time under icount (QEMU TCG: each instruction a "
                 f"fixed time, vCPUs run {turns}), not hardware time")

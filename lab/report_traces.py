@@ -113,7 +113,8 @@ def text(t: dict, variants: list, scenarios: list) -> list:
         return []
     out = [""] + _wrap("Cause of the worst-case latency (traced run of "
                        "cyclictest under the same load; each sample from "
-                       "the expiry its timer was set for to the run; "
+                       "the expiry its timer was set for to the thread's "
+                       "next sleep; "
                        "every sample over the threshold counted by "
                        "cause, the worst three per cell in full):")
     for scen in scenarios:

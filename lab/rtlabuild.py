@@ -7,6 +7,7 @@ builds against Debian's libtracefs-dev and libtraceevent-dev.  It is
 built once into cache/rtla/<source digest>/ and copied into each
 guest's initramfs with its libraries; nothing is installed on the host.
 """
+import functools
 import os
 import shutil
 import subprocess
@@ -27,7 +28,7 @@ def ensure() -> Path:
     if not TARBALL.is_file():
         raise LabError(f"{TARBALL} not found: rtla is built from it; "
                        f"`make deps` installs {PACKAGES}")
-    digest = source.tarball_digest(TARBALL)
+    digest = _digest()
     out = paths.cache_dir() / "rtla" / digest[:16]
     if (out / "rtla").is_file():
         return out / "rtla"
@@ -50,9 +51,16 @@ def ensure() -> Path:
             raise LabError(f"rtla build failed (log {log}; missing "
                            f"{PACKAGES}? `make deps`):\n{tail}")
         out.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(top / RTLA / "rtla", out / "rtla")
+        shutil.copy2(top / RTLA / "rtla", out / "rtla.tmp")
+        os.replace(out / "rtla.tmp", out / "rtla")
         shutil.rmtree(work, ignore_errors=True)
     return out / "rtla"
+
+
+@functools.lru_cache(maxsize=None)
+def _digest() -> str:
+    """The source's digest, once per process (140 MB to read)."""
+    return source.tarball_digest(TARBALL)
 
 
 def _unpack_tools(work: Path) -> Path:

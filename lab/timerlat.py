@@ -63,6 +63,8 @@ def cause(part: str, source: str) -> str:
         return "hard irq"
     if source.startswith("ksoftirqd/"):
         return "softirq in ksoftirqd"
+    if source.startswith("swapper/"):
+        return "idle"
     return f"task {source}"
 
 

@@ -6,9 +6,9 @@ whole run, saved with `trace-cmd extract` (trace.dat, opened by
 KernelShark).  Here the host turns it into events with `trace-cmd
 report`, and turns every sample of cyclictest's RT threads into a window:
 from the expiry its timer was programmed for (hrtimer_start's expires,
-the time cyclictest expects to wake) to the sched_switch that runs the
-thread, so a late timer interrupt is inside it and the windows are
-cyclictest's own samples, one for one.  Each window over the scenario's
+the time cyclictest expects to wake) to the thread's next sleep, so a
+late timer interrupt is inside it and the windows are cyclictest's own
+samples, one for one (samples()).  Each window over the scenario's
 threshold is split, on the CPU the task ran on and on the CPU it was
 woken on, into softirq vectors (inline or in ksoftirqd), hard irqs,
 other tasks and idle.  The largest share on the task's CPU is the cause.
@@ -33,7 +33,7 @@ LINE = re.compile(r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s+\[(?P<cpu>\d+)\]"
                   r"(?:\s+\S+)?\s+(?P<ts>\d+\.\d+):\s+(?P<name>\w+):"
                   r"\s*(?P<rest>.*)$")
 # The guest plan's marker once cyclictest's threads may run on any CPU;
-# wake-ups before it are left out (the task was still pinned).
+# samples before it pair with cyclictest's but are never explained.
 WIDENED = "lab: affinity widened"
 RT_PRIO = 100             # trace prio below this: a real-time task
 KEYVAL = re.compile(r"(\w+)=(\S+)")
@@ -213,11 +213,14 @@ class Segments:
         self.pids.append(pid)
 
 
+OWN = "the task itself"
+
+
 def occupancy(segs: Segments, t0: float, t1: float,
-              woken: int = -1) -> dict:
+              woken: int = -1, ran: float = None) -> dict:
     """Microseconds of [t0, t1] per activity on one CPU; time in which
     the woken task (pid `woken`) was current but showed nothing is "no
-    activity"."""
+    activity" before it was switched in (`ran`) and OWN after."""
     shares = {}
     i = max(0, bisect.bisect_right(segs.starts, t0) - 1)
     while i < len(segs.starts) and segs.starts[i] < t1:
@@ -226,7 +229,8 @@ def occupancy(segs: Segments, t0: float, t1: float,
             label = segs.labels[i]
             if segs.pids[i] == woken and label not in ("hard irq", STALLED) \
                     and "softirq" not in label:
-                label = "no activity"
+                label = OWN if ran is not None and segs.starts[i] >= ran \
+                    else "no activity"
             shares[label] = shares.get(label, 0.0) + (b - a) * 1e6
         i += 1
     if t0 < (segs.starts[0] if segs.starts else t1):
@@ -252,10 +256,18 @@ class Window:
     run: Event = None    # the sched_switch that ran it (None: it was
                          # still current when its timer fired)
     free: bool = True    # after the affinity marker (threads set free)
+    late_us: int = 0     # from the expiry to the timer's interrupt
+    lost: bool = False   # a sleep whose wake-up the trace did not show:
+                         # kept so that windows stay in step with cycles
 
     @property
     def latency_us(self) -> int:
         return round((self.end.ts - self.t0) * 1e6)
+
+
+# A timer's `now` is its clock base's: monotonic (what cyclictest sleeps
+# on, and the tick) lies near the trace clock; realtime is decades away.
+SAME_CLOCK_S = 1000
 
 
 def samples(events: list) -> list:
@@ -264,10 +276,12 @@ def samples(events: list) -> list:
 
     Each period a thread starts its sleep timer (hrtimer_start in its
     own context, expires = the absolute time cyclictest expects to
-    wake).  The timer fires (hrtimer_expire_entry, whose `now` ties the
-    timer's clock to the trace's) and wakes the thread on that CPU.  The
-    thread runs, reads the clock (in the vDSO: no event) and sleeps
-    again: the sample ends at that next hrtimer_start, a few
+    wake).  The timer fires and wakes the thread.  Each CPU's trace
+    clock is tied to the timers' monotonic clock by the first timer its
+    interrupt runs (hrtimer_expire_entry's `now` is read once per
+    interrupt, so later timers of the same interrupt are traced later
+    than it).  The thread runs, reads the clock (in the vDSO: no event)
+    and sleeps again: the sample ends at that next hrtimer_start, a few
     instructions after cyclictest's clock read.  Ending at the switch-in
     instead missed what delays a thread after it is switched in (a
     softirq run in its context at the next interrupt's exit).  A thread
@@ -277,14 +291,12 @@ def samples(events: list) -> list:
                   and WIDENED in e.args.get("text", "")), None)
     if start is None:
         raise LabError("no 'lab: affinity widened' marker in the trace")
-    expires = {}        # hrtimer -> expiry (ns, timer clock) it was set to
+    expires = {}        # hrtimer -> expiry (s, monotonic) it was set to
     sleeping = {}       # pid -> hrtimer of its current sleep
     firing = {}         # cpu -> the hrtimer_expire_entry running there
-    # cpu -> its trace clock minus the timer's clock (s): the trace's
-    # default clock is per CPU and need not agree between CPUs
-    offset = {}
-    first = {}          # cpu -> (now, ts) of its interrupt's first timer
-    pending = {}        # pid -> [expiry s, fired, waking, run], until it sleeps
+    offset = {}         # cpu -> its trace clock minus monotonic (s)
+    first = {}          # cpu -> `now` of its interrupt's first timer
+    pending = {}        # pid -> [expiry, fired, waking, run, late_us]
     current = {}        # cpu -> pid
     out = []
     for e in events:
@@ -299,28 +311,35 @@ def samples(events: list) -> list:
             if w:
                 # on the end CPU's clock (the timer's CPU's if it has none)
                 t0 = w[0] + offset.get(e.cpu, offset[w[1].cpu])
-                out.append(Window(e.pid, t0, w[1], w[2], end=e,
-                                  run=w[3], free=t0 >= start))
-            expires[e.args.get("hrtimer")] = int(e.args.get("expires", 0))
+                out.append(Window(e.pid, t0, w[1], w[2], end=e, run=w[3],
+                                  free=t0 >= start, late_us=w[4]))
+            elif e.pid in sleeping:         # the last sleep's wake unseen
+                out.append(Window(e.pid, e.ts, None, None, end=e,
+                                  free=False, lost=True))
+            expires[e.args.get("hrtimer")] = \
+                int(e.args.get("expires", 0)) / 1e9
             sleeping[e.pid] = e.args.get("hrtimer")
         elif e.name == "hrtimer_expire_entry":
             firing[e.cpu] = e
-            # one interrupt reads `now` once and runs its timers in turn:
-            # only the first of them is traced right after the reading
             now = int(e.args.get("now", 0)) / 1e9
-            if first.get(e.cpu, (None,))[0] != now:
-                first[e.cpu] = (now, e.ts)
+            if first.get(e.cpu) != now and abs(e.ts - now) < SAME_CLOCK_S:
+                first[e.cpu] = now
                 offset[e.cpu] = e.ts - now
+        elif e.name == "local_timer_exit":
+            firing.pop(e.cpu, None)         # its timers are done
         elif e.name == "sched_waking" and \
                 e.args.get("comm") == "cyclictest" and \
                 _pid(e.args, "prio") < RT_PRIO:
             pid, fired = _pid(e.args), firing.get(e.cpu)
             timer = sleeping.get(pid)
             if fired is None or timer is None or \
-                    fired.args.get("hrtimer") != timer:
+                    fired.args.get("hrtimer") != timer or \
+                    fired.cpu not in offset:
                 continue            # not woken by its own timer
             del sleeping[pid]
-            pending[pid] = [expires.pop(timer) / 1e9, fired, e, None]
+            expiry = expires.pop(timer)
+            late = round((fired.ts - expiry - offset[fired.cpu]) * 1e6)
+            pending[pid] = [expiry, fired, e, None, late]
     return out
 
 
@@ -337,10 +356,13 @@ class Index:
                            bisect.bisect_right(self.ts, t1)]
 
 
-def explain(index: Index, w: Window) -> dict:
+def explain(index: Index, w: Window, path_us: int = 0) -> dict:
     """Why the sample `w` ran only at its end: the activity of each CPU
-    involved between the expected wake-up and the run."""
+    involved between the expected wake-up and its end; `path_us`, the
+    fixed path from cyclictest's clock read to the next sleep
+    (agreement()), is taken out of the latency."""
     t0, t_run, cpu_run = w.t0, w.end.ts, w.end.cpu
+    ran = w.run.ts if w.run else w.waking.ts
     inside = index.between(w.waking.ts, t_run)
     ups = [e for e in inside if e.name == "sched_wakeup"
            and _pid(e.args) == w.pid]
@@ -349,14 +371,14 @@ def explain(index: Index, w: Window) -> dict:
     target = int(ups[-1].args.get("target_cpu", cpu_run)) if ups \
         else cpu_run
     cpus = sorted({cpu_run, target, w.waking.cpu})
-    where = {c: occupancy(index.cpus[c], t0, t_run, w.pid)
+    where = {c: occupancy(index.cpus[c], t0, t_run, w.pid, ran)
              if c in index.cpus else {} for c in cpus}
-    shares = where[cpu_run]
-    top = max(shares.items(), key=lambda kv: kv[1]) if shares \
+    others = {k: v for k, v in where[cpu_run].items() if k != OWN}
+    top = max(others.items(), key=lambda kv: kv[1]) if others \
         else ("unknown", 0.0)
-    return {"latency_us": w.latency_us, "pid": w.pid,
+    return {"latency_us": w.latency_us - path_us, "pid": w.pid,
             "comm": w.waking.args["comm"], "window": [t0, t_run],
-            "timer_late_us": round((w.fired.ts - t0) * 1e6),
+            "timer_late_us": w.late_us,
             "waker_cpu": w.waking.cpu, "waker": w.waking.comm,
             "target_cpu": target, "ran_on": cpu_run,
             "migrated": [(_pid(e.args, "orig_cpu"), _pid(e.args, "dest_cpu"))
@@ -424,21 +446,24 @@ def explain_run(run_dir: Path, over_us: int, cyclictest: dict = None,
     except LabError as e:
         return {"error": str(e)}
     found = [w for w in every if w.free]
+    agreed = agreement(every, cyclictest) if cyclictest is not None \
+        else {}
+    path = agreed.get("path_us", 0)
     index = Index(events)
-    over = sorted((w for w in found if w.latency_us > over_us),
+    over = sorted((w for w in found if w.latency_us - path > over_us),
                   key=lambda w: -w.latency_us)
-    explained = [explain(index, w) for w in over]
+    explained = [explain(index, w, path) for w in over]
     causes = {}
     for x in explained:
         causes[x["kind"]] = causes.get(x["kind"], 0) + 1
-    lat = sorted(w.latency_us for w in found)
+    lat = sorted(w.latency_us - path for w in found)
     out = {"trace": str(dat), "wakeups": len(found), "over_us": over_us,
            "over": len(over),
            "causes": dict(sorted(causes.items(), key=lambda kv: -kv[1])),
            "max_us": lat[-1] if lat else 0, "p99_us": _p99(lat),
            "worst": [dict(x, trace=str(dat)) for x in explained[:worst]]}
-    if cyclictest is not None:
-        out["agreement"] = agreement(every, cyclictest)
+    if agreed:
+        out["agreement"] = agreed
     return out
 
 

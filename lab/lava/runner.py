@@ -115,10 +115,11 @@ def collect_job(run_dir: Path, job: dict, opts: Options) -> dict:
     tail = "\n".join(console.splitlines()[-15:])
     tail = f"; last console lines:\n{tail}" if tail.strip() else ""
     panic = boot.panic_lines(console)
+    trouble = boot.kernel_trouble(console)
     if panic:
         reason = f"guest kernel panic:\n{panic}"
-    elif boot.kernel_trouble(console):
-        reason = boot.kernel_trouble(console)
+    elif trouble:
+        reason = trouble
     elif job["health"] != "Complete":
         reason = collect.failure(job, log) + tail
     else:

@@ -223,13 +223,13 @@ def test_report_explains_each_cells_worst_case(tmp_path):
     out = report.write(root, tmp_path / "rep", {}, "make lab")
     text = " ".join((out / "report.txt").read_text().split())
     # report.txt: one line per cell; report.md: the whole table
-    assert "worst traced, baseline: 5490 us, BLOCK softirq on CPU0, the " \
+    assert "worst traced, baseline: 5500 us, BLOCK softirq on CPU0, the " \
            "task's CPU" in text
     md = (out / "report.md").read_text()
     assert "Cause of the worst-case latency" in md
     assert "baseline: 30 of 300 wake-ups over 1000 us: 30 BLOCK softirq " \
            "on the task's CPU; worst:" in " ".join(md.split())
-    assert "5490 us: BLOCK softirq on CPU0, the task's CPU" in md
+    assert "5500 us: BLOCK softirq on CPU0, the task's CPU" in md
     assert re.search(r"long/baseline\s+\d+\s+5500\s+\d\.\d\d", md)
     assert (out / "timeline-long.png").stat().st_size > 1000
     assert not (out / "data" / "trace-long-baseline.dat").exists()
@@ -269,3 +269,31 @@ def test_lost_events_are_read_from_the_ring_buffers_stats(tmp_path):
                      "\ndropped events: 2\n")
     assert trace.buffer_losses(stats) == {"cpu1": 5}
     assert trace.buffer_losses(tmp_path / "none") == {}
+
+
+def test_an_unseen_wakeup_keeps_windows_in_step_with_cycles():
+    """Cycle 0's wake-up is missing from the trace (lost event): cycle
+    1's window must still pair with cyclictest's sample 1."""
+    text = WIDENED.format(ts="1.000000") + \
+        sleep("cyclictest", 600, 0, 1.1, 2.0) + \
+        sleep("cyclictest", 600, 0, 2.1, 3.0) + \
+        fires("<idle>", 0, 0, 3.00002, 3.00002) + """\
+          <idle>-0     [000]     3.000025: sched_waking:         comm=cyclictest pid=600 prio=0 target_cpu=000
+          <idle>-0     [000]     3.000030: sched_switch:         swapper/0:0 [120] R ==> cyclictest:600 [0]
+""" + sleep("cyclictest", 600, 0, 3.00004, 4.0)
+    windows = trace.samples(trace.parse(text))
+    assert [w.lost for w in windows] == [True, False]
+    assert windows[1].latency_us == 40 and windows[1].late_us == 20
+    agreed = trace.agreement(windows, {0: [999, 35]})
+    assert agreed["pairs"] == 1 and agreed["ok"], agreed
+
+
+def test_a_realtime_timer_does_not_set_the_clock_offset():
+    """A CLOCK_REALTIME timer's `now` is decades from the trace clock."""
+    realtime = fires("<idle>", 0, 0, 100.001990, 1.7e9,
+                     timer="0xffff888000002000")
+    text = LONG_BLOCK.replace(
+        "          <idle>-0     [000]   100.002000: irq_handler_entry",
+        realtime.rstrip("\n") + "\n          <idle>-0     [000]   "
+        "100.002000: irq_handler_entry")
+    assert worst(text)["latency_us"] == 3030
