@@ -298,6 +298,7 @@ def samples(events: list) -> list:
     first = {}          # cpu -> `now` of its interrupt's first timer
     pending = {}        # pid -> [expiry, fired, waking, run, late_us]
     current = {}        # cpu -> pid
+    rt = set()          # pids of the real-time threads (not the main one)
     out = []
     for e in events:
         if e.name == "sched_switch":
@@ -313,7 +314,7 @@ def samples(events: list) -> list:
                 t0 = w[0] + offset.get(e.cpu, offset[w[1].cpu])
                 out.append(Window(e.pid, t0, w[1], w[2], end=e, run=w[3],
                                   free=t0 >= start, late_us=w[4]))
-            elif e.pid in sleeping:         # the last sleep's wake unseen
+            elif e.pid in sleeping and e.pid in rt:    # its wake unseen
                 out.append(Window(e.pid, e.ts, None, None, end=e,
                                   free=False, lost=True))
             expires[e.args.get("hrtimer")] = \
@@ -331,6 +332,7 @@ def samples(events: list) -> list:
                 e.args.get("comm") == "cyclictest" and \
                 _pid(e.args, "prio") < RT_PRIO:
             pid, fired = _pid(e.args), firing.get(e.cpu)
+            rt.add(pid)
             timer = sleeping.get(pid)
             if fired is None or timer is None or \
                     fired.args.get("hrtimer") != timer or \

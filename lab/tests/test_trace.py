@@ -272,20 +272,23 @@ def test_lost_events_are_read_from_the_ring_buffers_stats(tmp_path):
 
 
 def test_an_unseen_wakeup_keeps_windows_in_step_with_cycles():
-    """Cycle 0's wake-up is missing from the trace (lost event): cycle
-    1's window must still pair with cyclictest's sample 1."""
+    """Cycle 1's wake-up is missing from the trace (lost event): cycle
+    2's window must still pair with cyclictest's sample 2."""
+    def woken(ts):
+        return fires("<idle>", 0, 0, ts + 2e-5, ts + 2e-5) + f"""\
+          <idle>-0     [000]   {ts + 2.5e-5:.6f}: sched_waking:         comm=cyclictest pid=600 prio=0 target_cpu=000
+          <idle>-0     [000]   {ts + 3e-5:.6f}: sched_switch:         swapper/0:0 [120] R ==> cyclictest:600 [0]
+"""
     text = WIDENED.format(ts="1.000000") + \
-        sleep("cyclictest", 600, 0, 1.1, 2.0) + \
-        sleep("cyclictest", 600, 0, 2.1, 3.0) + \
-        fires("<idle>", 0, 0, 3.00002, 3.00002) + """\
-          <idle>-0     [000]     3.000025: sched_waking:         comm=cyclictest pid=600 prio=0 target_cpu=000
-          <idle>-0     [000]     3.000030: sched_switch:         swapper/0:0 [120] R ==> cyclictest:600 [0]
-""" + sleep("cyclictest", 600, 0, 3.00004, 4.0)
+        sleep("cyclictest", 600, 0, 1.1, 1.5) + woken(1.5) + \
+        sleep("cyclictest", 600, 0, 1.50004, 2.0) + \
+        sleep("cyclictest", 600, 0, 2.1, 3.0) + woken(3.0) + \
+        sleep("cyclictest", 600, 0, 3.00004, 4.0)
     windows = trace.samples(trace.parse(text))
-    assert [w.lost for w in windows] == [True, False]
-    assert windows[1].latency_us == 40 and windows[1].late_us == 20
-    agreed = trace.agreement(windows, {0: [999, 35]})
-    assert agreed["pairs"] == 1 and agreed["ok"], agreed
+    assert [w.lost for w in windows] == [False, True, False]
+    assert windows[2].latency_us == 40 and windows[2].late_us == 20
+    agreed = trace.agreement(windows, {0: [35, 999, 35]})
+    assert agreed["pairs"] == 2 and agreed["ok"], agreed
 
 
 def test_a_realtime_timer_does_not_set_the_clock_offset():
