@@ -146,7 +146,8 @@ def test_report_from_run_folders(tmp_path):
     assert 2 <= len(summary) <= 10
     assert "p99 holds (rank test, 5+ boots): better lower " \
            "in long x0.08." in " ".join(x.strip() for x in summary)
-    assert "No difference detected: idle." in " ".join(
+    assert "No difference detected in the other 1 comparison (n.s. " \
+        "below)." in " ".join(
         x.strip() for x in summary)
     assert "long: a long handler" in text
     assert "guest hung: watchdog" in text          # failed run listed
