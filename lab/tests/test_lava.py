@@ -2,13 +2,14 @@
 packages on this machine (lab/lava/local.py), the lab submits jobs with
 lavacli, LAVA's worker boots them in QEMU, and the lab collects them.
 No mocks; nothing here is skipped: a LAVA that cannot come up fails."""
+import os
 import signal
 import subprocess
 import sys
 
 import pytest
 
-from lab import results, store
+from lab import results, settings, store
 from lab.lava import local
 
 pytestmark = pytest.mark.guest
@@ -80,8 +81,12 @@ def through_lava(tmp_path_factory, lava):
     second = subprocess.run(cmd, capture_output=True, text=True,
                             timeout=900)
     local_root = tmp / "local"
+    # LAVA's workers run Debian's QEMU, so its best setting: the local
+    # run of the same cell uses it too, to compare like with like
     local_run = subprocess.run(lab_run(tmp, local_root, [short]),
-                               capture_output=True, text=True, timeout=600)
+                               capture_output=True, text=True, timeout=600,
+                               env=dict(os.environ,
+                                        LAB_TCG_SETTING=settings.DEBIAN_TCG))
     return {"root": root, "local": local_root, "stopped": stopped,
             "first_rc": first.returncode, "second": second,
             "local_run": local_run, "job_ids": job_ids}
@@ -126,6 +131,7 @@ def test_lava_run_has_the_shape_of_a_local_run(through_lava):
     assert lava_record["kernel"] == local_record["kernel"]
     assert lava_record["qemu"]["accel"]["args"] == \
         local_record["qemu"]["accel"]["args"]
+    assert "needs the lab's QEMU" in lava_record["qemu"]["accel"]["reason"]
     # LAVA's QEMU had the lab's accelerator options and guest parameters
     command = lava_record["qemu"]["command"]
     assert " ".join(local_record["qemu"]["accel"]["args"]) in command

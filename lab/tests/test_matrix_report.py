@@ -276,8 +276,14 @@ def test_a_stop_kills_every_parallel_guest_and_records_none(tmp_path,
         return {"status": "ok"}
     monkeypatch.setattr(matrix, "run_cell", run_cell)
     monkeypatch.setattr(matrix.qemu, "_stopping", threading.Event())
-    # a SIGTERM or Ctrl-C in the main thread, once both guests run
-    threading.Timer(1.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+    # a SIGTERM or Ctrl-C in the main thread, once both guests run (not
+    # after a fixed time: on a busy host they may start later)
+    def interrupt():
+        end = time.monotonic() + 30
+        while len(matrix.qemu._running) < 2 and time.monotonic() < end:
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGINT)
+    threading.Thread(target=interrupt, daemon=True).start()
     started = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
         matrix._run_local(_two_cells(tmp_path), {"baseline": None,

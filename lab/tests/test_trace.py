@@ -254,7 +254,7 @@ def test_a_trace_that_disagrees_with_cyclictest_is_flagged():
     bad = trace.agreement(windows, late)
     assert not bad["ok"]
     assert bad["why"].startswith("31 of 300 samples differ from their "
-                                 "window by more than 5% or 20 us")
+                                 "window by more than 5% or 40 us")
     short = trace.agreement(windows, {0: same[0][:280]})
     assert short["why"].startswith("thread 0: 300 windows, 280 samples")
     assert "2 traced threads" in trace.agreement(
