@@ -272,13 +272,16 @@ def _summary(runs: list, a: dict) -> list:
              f"{_n(len(a['scenarios']), 'scenario')}, {span} boots per "
              f"cell, one value per boot.",
              "Medium: " + _medium(runs[0]) + "."]
-    holds, few, none = defaultdict(list), [], []
+    holds, small, few, none = defaultdict(list), [], [], []
     for key, c in a["cells"].items():
         vs = c.get("vs_baseline", {}).get("p99")
         scen, var = key.split("/")
         if vs and vs["shown"] in ("lower", "higher"):
             holds[f"{var} {vs['shown']}"].append(
                 f"{scen} x{vs['ratio']:.2f}")
+        elif vs and vs["shown"].startswith("small "):
+            small.append(f"{var} {vs['shown'][6:]} in {scen} "
+                         f"x{vs['ratio']:.2f}")
         elif vs and vs["shown"] == "not enough boots":
             few.append((var, scen))
         elif vs and vs["shown"] == "n.s.":
@@ -286,6 +289,9 @@ def _summary(runs: list, a: dict) -> list:
     lines.append("p99 holds (rank test, 5+ boots): " + (
         "; ".join(f"{k} in {', '.join(v)}" for k, v in holds.items())
         if holds else "nothing") + ".")
+    if small:
+        lines.append("Small (significant, under 1.5x): " +
+                     ", ".join(small) + ".")
     if none:
         # the list is in the per-scenario rows; a count keeps the summary
         # whole within its lines
