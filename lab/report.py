@@ -289,15 +289,15 @@ def _summary(runs: list, a: dict) -> list:
     lines.append("p99 holds (rank test, 5+ boots): " + (
         "; ".join(f"{k} in {', '.join(v)}" for k, v in holds.items())
         if holds else "nothing") + ".")
+    others = (f"the other {len(none)} comparison"
+              f"{'s' if len(none) > 1 else ''}")
     if small:
-        lines.append("Small (significant, under 1.5x): " +
-                     ", ".join(small) + ".")
-    if none:
+        lines.append("Small (significant, under 1.5x): " + ", ".join(small)
+                     + (f"; {others} n.s." if none else "."))
+    elif none:
         # the list is in the per-scenario rows; a count keeps the summary
         # whole within its lines
-        lines.append(f"No difference detected in the other {len(none)} "
-                     f"comparison{'s' if len(none) > 1 else ''} (n.s. "
-                     f"below).")
+        lines.append(f"No difference detected in {others} (n.s. below).")
     if few:
         lines.append("Too few boots: " + _by_scenario(few, a["variants"])
                      + ".")
