@@ -276,6 +276,9 @@ def test_a_stop_kills_every_parallel_guest_and_records_none(tmp_path,
         return {"status": "ok"}
     monkeypatch.setattr(matrix, "run_cell", run_cell)
     monkeypatch.setattr(matrix.qemu, "_stopping", threading.Event())
+    # a suite started in the background (`make check &`) inherits SIGINT
+    # ignored, and Python then raises nothing: put Ctrl-C's handler back
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
     # a SIGTERM or Ctrl-C in the main thread, once both guests run (not
     # after a fixed time: on a busy host they may start later)
     def interrupt():
@@ -291,6 +294,7 @@ def test_a_stop_kills_every_parallel_guest_and_records_none(tmp_path,
                           {"baseline": None, "mine": None},
                           matrix.qemu.tcg("test"), tmp_path / "res", 1,
                           jobs=2, already=0)
+    signal.signal(signal.SIGINT, old)
     assert time.monotonic() - started < 10
     assert recorded == []                 # no cut-off run judged
     assert not matrix.qemu._running       # no guest left behind
