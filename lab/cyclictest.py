@@ -56,6 +56,7 @@ def measured(out_file: Path, start_file: Path, ct_json: dict) -> dict:
     """Every thread's samples after the start, and its missed periods.
 
     Returns {"latencies": sorted array of all threads' kept samples,
+    "samples": every sample per thread in cycle order (parse()),
     "threads": {thread: {interval_us, expected, cycles, missed, dropped,
     kept, after_start}}}: after_start, the samples after the threads
     were set free (the ones a trace after the same marker can see);
@@ -80,4 +81,5 @@ def measured(out_file: Path, start_file: Path, ct_json: dict) -> dict:
                       "kept": len(values) - drop,
                       "after_start": len(values) - started.get(t, 0)}
     return {"latencies": np.sort(np.array(kept, dtype=float)),
+            "samples": samples,
             "threads": threads}

@@ -109,12 +109,11 @@ def summarize(run_dir: Path) -> dict:
         over = int(record.get("plan_env", {}).get("TRACE") or 0)
         kept = latency(run_dir, "cyclictest-traced",
                        json.loads(traced.read_text()))
-        every, _ = cyclictest.parse(
-            (run_dir / "cyclictest-traced.out").read_text(errors="replace"))
         # the lab's QEMU does not stall a vCPU (README.md, "Fidelity")
         stall = float("inf") if record["qemu"]["accel"].get("emulator") \
             else trace.STALL_US
-        t = trace.explain_run(run_dir, over, every, stall_us=stall)
+        t = trace.explain_run(run_dir, over, kept["samples"],
+                              stall_us=stall)
         if "error" not in t:
             t["lost_events"] = trace.buffer_losses(run_dir / "trace-stats")
         out.update(traced_histogram=stats.histogram(kept["latencies"]),
