@@ -62,7 +62,9 @@ def cmd_health(args) -> int:
 
 
 def cmd_run(args) -> int:
-    chosen = variants.select(args.variants)
+    # baseline first, wherever it was named: the others compare with it
+    chosen = sorted(variants.select(args.variants),
+                    key=lambda v: v.name != "baseline")
     scens = scenario.select(args.scenarios)
     if chosen[0].name != "baseline":
         raise LabError("the matrix needs baseline (the reference): add it "

@@ -19,7 +19,7 @@ def analyse(runs: list) -> dict:
                              {"worst": [], "errors": [], "untraced": [],
                               "traced": [], "wakeups": 0, "over": 0,
                               "causes": {}, "mismatched": [], "lost": [],
-                              "timerlat": []})
+                              "timerlat": [], "agreed": 0})
         c["untraced"].append(r["histogram"])
         if "timerlat" in r:
             c["timerlat"].append(dict(r["timerlat"], boot=r["boot"]))
@@ -35,6 +35,7 @@ def analyse(runs: list) -> dict:
             c["mismatched"].append(f"boot {r['boot']}: "
                                    f"{t['agreement']['why']}")
             continue
+        c["agreed"] += "agreement" in t
         c["wakeups"] += t["wakeups"]
         c["over_us"] = t["over_us"]
         c["over"] += t["over"]
@@ -56,6 +57,7 @@ def analyse(runs: list) -> dict:
                                   key=lambda kv: -kv[1])),
             "errors": c["errors"], "mismatched": c["mismatched"],
             "lost": c["lost"], "timerlat": c["timerlat"],
+            "agreed": c["agreed"],
             "overhead": {"boots": len(c["untraced"]),
                          "median_us": med, "p99_us": p99,
                          "p99_ratio": p99[1] / p99[0] if p99[0] else None}}
@@ -107,11 +109,27 @@ def rtla_agreement(t: dict) -> tuple:
     return agree, both
 
 
+def agreement_line(t: dict) -> list:
+    """How many traced runs passed the check against cyclictest."""
+    agreed = sum(c["agreed"] for c in t.values())
+    failed = sum(len(c["mismatched"]) for c in t.values())
+    if not agreed + failed:
+        return []
+    return _wrap(
+        f"Traces agree with cyclictest sample for sample in {agreed} of "
+        f"{agreed + failed} traced runs (windows number the samples "
+        f"within 2%; {trace.AGREE_SHARE:.0%} of samples within 5% or "
+        f"{trace.SAMPLE_US} us of "
+        f"their window; max and p99 within 5% or {trace.AGREE_US} us); "
+        f"a run that does not agree is named below and its causes are "
+        f"not used.")
+
+
 def text(t: dict, variants: list, scenarios: list) -> list:
     """The full cause table and the tracing overhead (for report.md)."""
     if not t:
         return []
-    out = [""] + _wrap("Cause of the worst-case latency (traced run of "
+    out = [""] + agreement_line(t) + [""] + _wrap("Cause of the worst-case latency (traced run of "
                        "cyclictest under the same load; each sample from "
                        "the expiry its timer was set for to the thread's "
                        "next sleep; "

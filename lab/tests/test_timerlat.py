@@ -59,3 +59,4 @@ def test_a_thread_that_blocks_is_named():
                            "BLOCK softirq in ksoftirqd on the task's CPU")
     assert timerlat.cause("Thread interference", "kworker/0:1") == \
         "task kworker/0:1"
+
