@@ -19,9 +19,9 @@ import signal
 
 from pathlib import Path
 
-from . import (boot, build, fidelity, guestbuild, health, matrix, paths, qemu,
-               qemubuild, report, rtlabuild, scenario, settings, stats,
-               variants)
+from . import (accelerator, boot, build, fidelity, guestbuild, health, matrix,
+               paths, qemubuild, report, rtlabuild, runners, scenario,
+               settings, stats, variants)
 from .log import LabError, info
 
 
@@ -30,7 +30,7 @@ def cmd_build(args) -> int:
     build.build_all(variants.select(args.variants), force=args.force,
                     then=guestbuild.module)
     # and what the guests run in and with, built once
-    if qemu.tcg("build").emulator:
+    if accelerator.tcg("build").emulator:
         qemubuild.ensure()
     rtlabuild.ensure()
     return 0
@@ -38,14 +38,14 @@ def cmd_build(args) -> int:
 
 def cmd_accel(args) -> int:
     first = build.build(variants.select(args.variants)[0])
-    accel = qemu.choose_accel(first.image)
+    accel = accelerator.choose(first.image)
     print(accel.summary())
     return 0
 
 
 def cmd_health(args) -> int:
     built = list(build.build_all(variants.select(args.variants)).values())
-    accel = qemu.choose_accel(built[0].image)
+    accel = accelerator.choose(built[0].image)
     info(f"accelerator: {accel.summary()}")
     failed = 0
     for i, b in enumerate(built, 1):
@@ -71,13 +71,8 @@ def cmd_run(args) -> int:
                        "to --variants")
     root = Path(args.results) if args.results else \
         matrix.results_root(args.runner)
-    lava = None
-    if args.runner == "lava":
-        from .lava import runner
-        lava = runner.Options(args.lava_uri, args.lava_identity,
-                              args.lava_template, args.lava_device_type,
-                              args.lava_artifacts, args.lava_artifacts_url)
-    matrix.run(chosen, scens, args.boots, root, lava=lava, jobs=args.jobs)
+    matrix.run(chosen, scens, args.boots, root,
+               runner=runners.module(args.runner).make(args))
     return _report(args, root, [v.name for v in chosen],
                    [s.name for s in scens])
 
@@ -93,7 +88,7 @@ def cmd_compare(args) -> int:
 
 
 def cmd_lava_local(args) -> int:
-    from .lava import local
+    from .runners.lava import local
     if args.action == "up":
         print(local.up())
     else:
@@ -181,9 +176,10 @@ def parse_args(argv):
         return sp
 
     def with_runner(sp):
-        sp.add_argument("--runner", choices=("local", "lava"),
-                        default="local",
-                        help="boot guests here (default) or as LAVA jobs")
+        sp.add_argument("--runner", choices=runners.names(),
+                        default="local", help="what boots the guests: " +
+                        "; ".join(f"{n}: {runners.module(n).HELP}"
+                                  for n in runners.names()))
 
     r = with_matrix(sub.add_parser(
         "run", help="run the matrix (resumable), then write the report"))
@@ -194,22 +190,9 @@ def parse_args(argv):
                    help="guests run at once (default: the host's cores, "
                    "%(default)s)")
     with_runner(r)
-    lv = r.add_argument_group("LAVA (with --runner lava; README.md, LAVA)")
-    lv.add_argument("--lava-uri", default="",
-                    help="http://user:token@host/RPC2 (default: the "
-                    "lavacli identity)")
-    lv.add_argument("--lava-identity", default="default",
-                    help="lavacli identity (~/.config/lavacli.yaml)")
-    lv.add_argument("--lava-template", default="qemu",
-                    help="job template: qemu, x86-ipxe or a .yaml file")
-    lv.add_argument("--lava-device-type", default="x86",
-                    help="device type for real-machine templates")
-    lv.add_argument("--lava-artifacts", default="",
-                    help="folder for the files jobs deploy (default: "
-                    "build/lava-artifacts)")
-    lv.add_argument("--lava-artifacts-url", default="",
-                    help="URL the LAVA workers fetch that folder by "
-                    "(default: file://<folder>, for a worker on this host)")
+    for n in runners.names():
+        runners.module(n).add_arguments(r.add_argument_group(
+            f"{n} (with --runner {n})"))
     r.set_defaults(func=cmd_run)
 
     c = with_matrix(sub.add_parser(

@@ -21,6 +21,7 @@ from pathlib import Path
 from . import (build, matrix, paths, qemu, qemubuild, report, results, stats,
                store)
 from .log import info, warn
+from .runners import local
 
 
 def results_root() -> Path:
@@ -48,7 +49,7 @@ def run(settings: list, variants: list, scenarios: list, boots: int,
                 continue
         (folder / "unusable.json").unlink(missing_ok=True)
         matrix.run(variants, scenarios, boots, folder, accel=s.to_accel(),
-                   jobs=n)
+                   runner=local.Local(n))
 
 
 def _row(setting: str, scen: str, var: str, runs: list) -> dict:

@@ -84,16 +84,21 @@ def build(extra: dict = None, name: str = "base") -> Path:
         shutil.copy(host, dest)     # follows symlinks: real file content
         dest.chmod(0o755)
     (stage / "bin" / "sh").symlink_to("busybox")
-    names = sorted(str(p.relative_to(stage)) for p in stage.rglob("*"))
     tmp = out.with_suffix(".tmp")
-    # cpio reads names on stdin as text and writes the archive as bytes
-    with open(tmp, "wb") as f:
-        r = subprocess.run(["cpio", "--quiet", "-o", "-H", "newc",
-                            "-R", "0:0"], cwd=stage,
-                           input=("\n".join(names) + "\n").encode(),
-                           stdout=f, stderr=subprocess.PIPE)
-    if r.returncode != 0:
-        raise LabError(f"cpio failed: {r.stderr.decode().strip()}")
+    tmp.write_bytes(cpio(stage))
     shutil.rmtree(stage)
     tmp.rename(out)
     return out
+
+
+def cpio(stage: Path) -> bytes:
+    """Every file under `stage` as a newc archive owned by root, the
+    format the kernel unpacks (archives concatenate)."""
+    names = sorted(str(p.relative_to(stage)) for p in stage.rglob("*"))
+    # cpio reads names on stdin as text and writes the archive as bytes
+    r = subprocess.run(["cpio", "--quiet", "-o", "-H", "newc", "-R", "0:0"],
+                       cwd=stage, input=("\n".join(names) + "\n").encode(),
+                       capture_output=True)
+    if r.returncode != 0:
+        raise LabError(f"cpio failed: {r.stderr.decode().strip()}")
+    return r.stdout

@@ -1,17 +1,11 @@
-"""Launch a guest in QEMU: accelerator choice, command line, watchdog.
+"""Launch a guest in QEMU: command line, watchdog, the KVM probe boot.
 
-KVM is used where it works.  An existing /dev/kvm is not proof: on some
-hosts (nested virtualisation) guests hang at kernel entry under KVM.  So
-the first boot of a session probes KVM with a short boot that must reach
-the kernel's root-mount panic within seconds, and falls back to TCG
-otherwise, in the setting the fidelity study chose (lab/settings.py).
-The verdict is cached per host boot.
+Which accelerator a run uses is decided in lab/accelerator.py.
 
 QEMU keeps the host's normal scheduling priority: a QEMU under host
 SCHED_FIFO starved a 2-core machine for ten minutes.
 """
 import ctypes
-import json
 import os
 import shlex
 import signal
@@ -21,8 +15,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import paths, qemubuild
-from .log import LabError, warn
+from . import qemubuild
+from .log import LabError
 
 PR_SET_PDEATHSIG = 1
 KVM_PROBE_SECONDS = float(os.environ.get("LAB_KVM_PROBE_SECONDS", "6"))
@@ -69,12 +63,6 @@ class Accel:
                 "args": self.args, "setting": self.setting,
                 "append": self.append, "pin": self.pin,
                 "emulator": self.emulator}
-
-
-def tcg(reason: str, debian_qemu: bool = False) -> Accel:
-    """The lab's TCG setting: settings.DEFAULT_TCG, or LAB_TCG_SETTING."""
-    from . import settings      # settings are made of Accels: import late
-    return settings.tcg(reason, debian_qemu)
 
 
 def host_cpu() -> str:
@@ -157,45 +145,12 @@ def boot_id() -> str:
         return "unknown"
 
 
-def choose_accel(kernel: Path) -> Accel:
-    """KVM if a probe boot works, else TCG; LAB_ACCEL=kvm|tcg forces."""
-    forced = os.environ.get("LAB_ACCEL", "")
-    if forced == "tcg":
-        return tcg("forced by LAB_ACCEL=tcg")
-    if forced and forced != "kvm":
-        raise LabError(f"LAB_ACCEL={forced!r}: use kvm or tcg")
-    dev = kvm_device()
-    if not forced:
-        if not dev.exists():
-            return tcg(f"{dev} does not exist")
-        if not os.access(dev, os.R_OK | os.W_OK):
-            return tcg(f"{dev} is not readable and writable")
-
-    verdict = paths.cache_dir() / "accel.json"
-    key = {"boot_id": boot_id(), "qemu": qemu_binary(), "device": str(dev)}
-    saved = {}
-    if not forced and verdict.is_file():
-        saved = json.loads(verdict.read_text())
-    if saved.get("key") != key or "kvm" not in saved:
-        started = time.monotonic()
-        works, why = probe_kvm(kernel)
-        saved = {"key": key, "kvm": works, "why": why,
-                 "took": round(time.monotonic() - started, 1)}
-        verdict.parent.mkdir(parents=True, exist_ok=True)
-        verdict.write_text(json.dumps(saved))
-        if not works:
-            warn(f"KVM unusable ({why}); using TCG")
-    why, took = saved["why"], saved["took"]
-    if saved["kvm"]:
-        return Accel("kvm", f"KVM probe boot: {why} ({took:.1f} s)",
-                     ["-accel", "kvm", "-cpu", "host"])
-    if forced:
-        raise LabError(f"LAB_ACCEL=kvm but KVM does not work: {why}")
-    return tcg(f"{dev} exists but KVM is unusable: {why}; fell back "
-               f"after {took:.1f} s")
+# The guest every runner boots (LAVA's jobs too): its memory and CPUs.
+GUEST_MEMORY_MB = 1024
+GUEST_CPUS = 2
 
 
-def guest_options(accel: Accel, cpus: int) -> list:
+def guest_options(accel: Accel, cpus: int = GUEST_CPUS) -> list:
     """QEMU options every runner gives a lab guest (LAVA's too)."""
     # debug-threads names vCPU threads "CPU n/TCG", for pinning
     return [*accel.args, "-name", "lab,debug-threads=on",
@@ -209,14 +164,23 @@ def kernel_cmdline(accel: Accel, append: str = "") -> str:
                                 accel.append, append) if w)
 
 
+def scratch_disk(image) -> list:
+    """QEMU options for a scratch disk with one queue: only then do its
+    completions go through BLOCK_SOFTIRQ (blk-mq completes locally when a
+    hardware queue maps one CPU; QEMU 7.2 gives virtio-blk one queue per
+    vCPU)."""
+    return ["-drive", f"file={image},if=none,id=scratch,format=raw",
+            "-device", "virtio-blk-pci,drive=scratch,num-queues=1"]
+
+
 @dataclass
 class Machine:
     kernel: Path
     initrd: Path
     share: Path                 # 9p folder: plan in, results out
     accel: Accel
-    cpus: int = 2
-    memory_mb: int = 1024
+    cpus: int = GUEST_CPUS
+    memory_mb: int = GUEST_MEMORY_MB
     append: str = ""
     extra: list = field(default_factory=list)
 

@@ -53,5 +53,5 @@ def built(all_variants):
 
 @pytest.fixture(scope="session")
 def accel(built):
-    from lab import qemu
-    return qemu.choose_accel(built["baseline"].image)
+    from lab import accelerator
+    return accelerator.choose(built["baseline"].image)

@@ -3,7 +3,7 @@ import time
 
 import pytest
 
-from lab import qemu, settings
+from lab import accelerator, qemu, settings
 from lab.log import LabError
 
 
@@ -28,7 +28,7 @@ def env(tmp_path, monkeypatch):
 
 def test_no_kvm_device_means_tcg(env, monkeypatch):
     monkeypatch.setenv("LAB_KVM_DEVICE", str(env / "absent"))
-    a = qemu.choose_accel(env / "bzImage")
+    a = accelerator.choose(env / "bzImage")
     assert a.name == "tcg" and "does not exist" in a.reason
     assert a.setting == settings.DEFAULT_TCG
     assert a.args == ["-accel", "tcg,icount-slice=20000",
@@ -39,18 +39,18 @@ def test_no_kvm_device_means_tcg(env, monkeypatch):
 def test_tcg_setting_can_be_named(env, monkeypatch):
     monkeypatch.setenv("LAB_KVM_DEVICE", str(env / "absent"))
     monkeypatch.setenv("LAB_TCG_SETTING", "tcg-single")
-    a = qemu.choose_accel(env / "bzImage")
+    a = accelerator.choose(env / "bzImage")
     assert a.args == ["-accel", "tcg,thread=single"]
     assert "setting tcg-single from LAB_TCG_SETTING" in a.reason
     monkeypatch.setenv("LAB_TCG_SETTING", "kvm")
     with pytest.raises(LabError, match="name a TCG setting"):
-        qemu.choose_accel(env / "bzImage")
+        accelerator.choose(env / "bzImage")
 
 
 def test_hanging_kvm_falls_back_to_tcg_within_seconds(env, monkeypatch):
     monkeypatch.setenv("LAB_QEMU", str(fake_qemu(env, "sleep 30")))
     t = time.monotonic()
-    a = qemu.choose_accel(env / "bzImage")
+    a = accelerator.choose(env / "bzImage")
     assert time.monotonic() - t < 5
     assert a.name == "tcg"
     assert "KVM is unusable" in a.reason and "guest hangs" in a.reason
@@ -59,32 +59,32 @@ def test_hanging_kvm_falls_back_to_tcg_within_seconds(env, monkeypatch):
 def test_working_kvm_is_used(env, monkeypatch):
     monkeypatch.setenv("LAB_QEMU", str(fake_qemu(
         env, 'echo "Linux version 6.1.192-baseline"; echo "Kernel panic"')))
-    a = qemu.choose_accel(env / "bzImage")
+    a = accelerator.choose(env / "bzImage")
     assert a.name == "kvm" and a.args[:2] == ["-accel", "kvm"]
 
 
 def test_verdict_is_cached_for_this_host_boot(env, monkeypatch):
     monkeypatch.setenv("LAB_QEMU", str(fake_qemu(env, "sleep 30")))
-    qemu.choose_accel(env / "bzImage")
+    accelerator.choose(env / "bzImage")
     t = time.monotonic()
-    assert qemu.choose_accel(env / "bzImage").name == "tcg"
+    assert accelerator.choose(env / "bzImage").name == "tcg"
     assert time.monotonic() - t < 1       # no second probe
 
 
 def test_qemu_that_fails_at_once_is_not_kvm(env, monkeypatch):
     monkeypatch.setenv("LAB_QEMU", str(fake_qemu(
         env, 'echo "Could not access KVM kernel module"; exit 1')))
-    a = qemu.choose_accel(env / "bzImage")
+    a = accelerator.choose(env / "bzImage")
     assert a.name == "tcg" and "Could not access KVM" in a.reason
 
 
 def test_forced_accelerators(env, monkeypatch):
     monkeypatch.setenv("LAB_ACCEL", "tcg")
-    assert qemu.choose_accel(env / "bzImage").name == "tcg"
+    assert accelerator.choose(env / "bzImage").name == "tcg"
     monkeypatch.setenv("LAB_ACCEL", "kvm")
     monkeypatch.setenv("LAB_QEMU", str(fake_qemu(env, "sleep 30")))
     with pytest.raises(LabError, match="LAB_ACCEL=kvm but KVM does not"):
-        qemu.choose_accel(env / "bzImage")
+        accelerator.choose(env / "bzImage")
     monkeypatch.setenv("LAB_ACCEL", "hvf")
     with pytest.raises(LabError, match="use kvm or tcg"):
-        qemu.choose_accel(env / "bzImage")
+        accelerator.choose(env / "bzImage")

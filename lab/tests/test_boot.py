@@ -3,7 +3,7 @@ import subprocess
 
 import pytest
 
-from lab import boot, qemu
+from lab import accelerator, boot, qemu, runfolder
 from lab.log import LabError
 
 
@@ -57,7 +57,7 @@ def test_kernel_trouble_fails_a_finished_run_with_its_lines(tmp_path):
     assert "blocked for more than 120 seconds" in reason
     assert "plan done" not in reason
     many = "WARNING: CPU: 0 PID: 1 at x\n" * 7
-    assert "(and 2 more)" in boot.kernel_trouble(many)
+    assert "(and 2 more)" in runfolder.kernel_trouble(many)
 
 
 def test_success(tmp_path):
@@ -72,7 +72,7 @@ def test_watchdog_kills_a_hung_qemu_and_keeps_the_console(tmp_path,
     exe.chmod(0o755)
     monkeypatch.setenv("LAB_QEMU", str(exe))
     m = qemu.Machine(kernel=tmp_path / "k", initrd=tmp_path / "i",
-                     share=tmp_path, accel=qemu.tcg("test"))
+                     share=tmp_path, accel=accelerator.tcg("test"))
     o = qemu.run(m, tmp_path / "console.log", timeout=1)
     assert o.status == "timeout" and o.seconds < 5
     assert "Linux version" in (tmp_path / "console.log").read_text()
@@ -81,7 +81,7 @@ def test_watchdog_kills_a_hung_qemu_and_keeps_the_console(tmp_path,
 def test_plan_parameters_are_quoted_shell_variables(tmp_path):
     plan = tmp_path / "p.sh"
     plan.write_text('echo "$SPIN_US $NOTE"\n')
-    script = boot.plan_script(plan, {"SPIN_US": 5000, "NOTE": "it's"})
+    script = runfolder.plan_script(plan, {"SPIN_US": 5000, "NOTE": "it's"})
     out = subprocess.run(["sh", "-c", script], capture_output=True,
                          text=True).stdout
     assert out == "5000 it's\n"
@@ -91,14 +91,14 @@ def test_plan_parameter_names_are_checked(tmp_path):
     plan = tmp_path / "p.sh"
     plan.write_text("true\n")
     with pytest.raises(LabError, match="bad parameter name 'A B'"):
-        boot.plan_script(plan, {"A B": 1})
+        runfolder.plan_script(plan, {"A B": 1})
 
 
 def test_phase_seconds_come_from_the_plans_marks(tmp_path):
     (tmp_path / "phases").write_text("setup 2.50\nmeasure 12.75\n"
                                      "trace 23.00\ncollect 23.4")
-    assert boot.phases(tmp_path, 2.0) == {
+    assert runfolder.phases(tmp_path, 2.0) == {
         "setup": 0.5, "measure": 10.25, "trace": 10.25, "collect": 0.4}
     (tmp_path / "phases").write_text("setup 2.5\nmeas")
-    assert boot.phases(tmp_path, 2.0) == {"setup": 0.5}
-    assert boot.phases(tmp_path / "none", 0) == {}
+    assert runfolder.phases(tmp_path, 2.0) == {"setup": 0.5}
+    assert runfolder.phases(tmp_path / "none", 0) == {}

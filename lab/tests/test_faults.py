@@ -8,7 +8,7 @@ import pytest
 from lab import paths, source
 from lab.log import LabError
 
-# every host module, lab/lava/ too; the tests quote guest output
+# every host module, lab/runners/lava/ too; the tests quote guest output
 HOST_SIDE = [*sorted(p for p in (paths.REPO / "lab").rglob("*.py")
                      if "tests" not in p.relative_to(paths.REPO).parts),
              paths.REPO / "lab" / "deps.sh", paths.REPO / "Makefile",

@@ -1,5 +1,5 @@
 """End to end through a real LAVA: the instance comes up from Debian's
-packages on this machine (lab/lava/local.py), the lab submits jobs with
+packages on this machine (lab/runners/lava/local.py), the lab submits jobs with
 lavacli, LAVA's worker boots them in QEMU, and the lab collects them.
 No mocks; nothing here is skipped: a LAVA that cannot come up fails."""
 import os
@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from lab import results, settings, store
-from lab.lava import local
+from lab.runners.lava import local
 
 pytestmark = pytest.mark.guest
 

@@ -13,7 +13,7 @@ import yaml
 from lava_common.schemas import validate
 
 from lab import matrix, qemu, scenario, settings
-from lab.lava import client, collect, jobs
+from lab.runners.lava import client, collect, jobs
 from lab.log import LabError
 
 ACCEL = settings.tcg("test")
@@ -168,7 +168,7 @@ def test_the_server_is_named_without_its_token():
 
 
 def test_tokens_are_read_from_lava_server_manage_output():
-    from lab.lava.local import token_of
+    from lab.runners.lava.local import token_of
     assert token_of("Tokens for user 'lab':\n* " + "a1" * 32 + " ()\n") == \
         "a1" * 32
     assert token_of("hostname   : lab-worker\nstate      : Online\n"
@@ -178,10 +178,10 @@ def test_tokens_are_read_from_lava_server_manage_output():
 
 
 def test_a_remote_server_needs_the_job_files_published():
-    from lab.lava import runner
-    remote = runner.Options(uri="https://me:t@lava.example.org/RPC2")
+    from lab.runners.lava import runner
+    remote = runner.Lava(uri="https://me:t@lava.example.org/RPC2")
     with pytest.raises(LabError, match="publish .* over HTTP"):
         remote.check_reachable()
-    runner.Options(uri="https://me:t@lava.example.org/RPC2",
+    runner.Lava(uri="https://me:t@lava.example.org/RPC2",
                    artifacts_url="https://here/lab").check_reachable()
-    runner.Options(uri="http://u:t@127.0.0.1:8800/RPC2").check_reachable()
+    runner.Lava(uri="http://u:t@127.0.0.1:8800/RPC2").check_reachable()

@@ -5,7 +5,8 @@ import re
 
 import pytest
 
-from lab import matrix, report, store
+from lab import accelerator, matrix, report, runfolder, store
+from lab.runners import local
 from lab.scenario import Scenario
 
 SOFTIRQS = """\
@@ -64,24 +65,24 @@ def fake_run(root, variant, scen, boot, lo, hi, status="ok", seed=0):
 
 def test_finished_means_ok_or_failed_with_the_same_inputs(tmp_path):
     d = fake_run(tmp_path, "baseline", "idle", 1, 50, 100)
-    assert matrix.finished(d, "h", "d")
-    assert not matrix.finished(d, "other-kernel", "d")
-    assert not matrix.finished(d, "h", "other-scenario")
-    assert not matrix.finished(d, "h", "d", plan_sha="another plan")
+    assert runfolder.finished(d, "h", "d")
+    assert not runfolder.finished(d, "other-kernel", "d")
+    assert not runfolder.finished(d, "h", "other-scenario")
+    assert not runfolder.finished(d, "h", "d", plan_sha="another plan")
     same = matrix.qemu.Accel("tcg", "x", ["-accel", "tcg"])
     other = matrix.qemu.Accel("tcg", "x", ["-accel", "tcg,thread=multi"])
-    assert matrix.finished(d, "h", "d", same)
-    assert not matrix.finished(d, "h", "d", other)   # another setting
-    assert not matrix.finished(d, "h", "d", same, runner="lava")
+    assert runfolder.finished(d, "h", "d", same)
+    assert not runfolder.finished(d, "h", "d", other)   # another setting
+    assert not runfolder.finished(d, "h", "d", same, runner="lava")
     record = store.read_json(d / "run.json")
     store.write_json(d / "run.json", {**record, "lava": {"job": 1}})
-    assert matrix.finished(d, "h", "d", same, runner="lava")
-    assert not matrix.finished(d, "h", "d", same)    # another runner
+    assert runfolder.finished(d, "h", "d", same, runner="lava")
+    assert not runfolder.finished(d, "h", "d", same)    # another runner
     record["status"] = "running"             # killed mid-run
     store.write_json(d / "run.json", record)
-    assert not matrix.finished(d, "h", "d")
+    assert not runfolder.finished(d, "h", "d")
     (d / "run.json").write_text('{"status": "o')   # half written
-    assert not matrix.finished(d, "h", "d")
+    assert not runfolder.finished(d, "h", "d")
 
 
 def test_run_resumes_and_redoes_only_unfinished_cells(tmp_path,
@@ -101,13 +102,13 @@ def test_run_resumes_and_redoes_only_unfinished_cells(tmp_path,
     done = fake_run(tmp_path / "res", "baseline", "idle", 1, 10, 20)
     record = store.read_json(done / "run.json")
     record["scenario"]["digest"] = digest
-    record["plan_sha256"] = matrix.boot.plan_digest(matrix.PLAN)
+    record["plan_sha256"] = runfolder.plan_digest(runfolder.PLAN)
     store.write_json(done / "run.json", record)
     fake_run(tmp_path / "res", "baseline", "idle", 2, 10, 20,
              status="running")
     monkeypatch.setattr(matrix.build, "build", lambda v, i, n, force: Built())
     monkeypatch.setattr(matrix.guestbuild, "initrd", lambda v, b: None)
-    monkeypatch.setattr(matrix.qemu, "choose_accel",
+    monkeypatch.setattr(local.accelerator, "choose",
                         lambda image: matrix.qemu.Accel(
                             "tcg", "test", ["-accel", "tcg"]))
     ran = []
@@ -115,7 +116,7 @@ def test_run_resumes_and_redoes_only_unfinished_cells(tmp_path,
     def fake_cell(c, built, initrd, accel, root):
         ran.append((c.variant.name, c.scenario.name, c.boot))
         return {"status": "ok"}
-    monkeypatch.setattr(matrix, "run_cell", fake_cell)
+    monkeypatch.setattr(local, "run_cell", fake_cell)
     folders = matrix.run([V("baseline"), V("mine")], [scen], boots=2,
                          root=tmp_path / "res")
     assert len(folders) == 4
@@ -233,7 +234,7 @@ def _standin_guest(tmp_path, monkeypatch):
                   "reason": o.status}
         store.write_json(d / "run.json", record)
         return record
-    monkeypatch.setattr(matrix, "run_cell", run_cell)
+    monkeypatch.setattr(local, "run_cell", run_cell)
 
 
 def test_parallel_guests_one_hangs_the_other_finishes(tmp_path,
@@ -244,9 +245,9 @@ def test_parallel_guests_one_hangs_the_other_finishes(tmp_path,
     root = tmp_path / "res"
     root.mkdir()
     started = time.monotonic()
-    matrix._run_local(cells, {"baseline": None, "mine": None},
-                      {"baseline": None, "mine": None},
-                      matrix.qemu.tcg("test"), root, 1, jobs=2, already=0)
+    local.run_all(cells, {"baseline": None, "mine": None},
+                  {"baseline": None, "mine": None},
+                  accelerator.tcg("test"), root, jobs=2)
     took = time.monotonic() - started
     ok = store.read_json(cells[0].folder(root) / "run.json")
     hung = store.read_json(cells[1].folder(root) / "run.json")
@@ -274,7 +275,7 @@ def test_a_stop_kills_every_parallel_guest_and_records_none(tmp_path,
         o = matrix.qemu.run(m, tmp_path / f"{c.variant.name}.log", 60)
         recorded.append(o)
         return {"status": "ok"}
-    monkeypatch.setattr(matrix, "run_cell", run_cell)
+    monkeypatch.setattr(local, "run_cell", run_cell)
     monkeypatch.setattr(matrix.qemu, "_stopping", threading.Event())
     # a suite started in the background (`make check &`) inherits SIGINT
     # ignored, and Python then raises nothing: put Ctrl-C's handler back
@@ -289,11 +290,10 @@ def test_a_stop_kills_every_parallel_guest_and_records_none(tmp_path,
     threading.Thread(target=interrupt, daemon=True).start()
     started = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
-        matrix._run_local(_two_cells(tmp_path), {"baseline": None,
-                                                 "mine": None},
-                          {"baseline": None, "mine": None},
-                          matrix.qemu.tcg("test"), tmp_path / "res", 1,
-                          jobs=2, already=0)
+        local.run_all(_two_cells(tmp_path), {"baseline": None,
+                                             "mine": None},
+                      {"baseline": None, "mine": None},
+                      accelerator.tcg("test"), tmp_path / "res", jobs=2)
     signal.signal(signal.SIGINT, old)
     assert time.monotonic() - started < 10
     assert recorded == []                 # no cut-off run judged

@@ -2,7 +2,7 @@
 patch that does not apply says.  No build here (test_emulator.py)."""
 import pytest
 
-from lab import matrix, qemu, qemubuild, settings, store
+from lab import accelerator, qemu, qemubuild, runfolder, settings, store
 from lab.log import LabError
 
 SLICED = settings.select("icount-3-slice20")[0]
@@ -36,18 +36,18 @@ def test_a_run_made_by_another_qemu_build_is_redone(tmp_path):
               "scenario": {"digest": "s"},
               "qemu": {"accel": accel.as_dict()}}
     store.write_json(tmp_path / "run.json", record)
-    assert matrix.finished(tmp_path, "k", "s", accel)
+    assert runfolder.finished(tmp_path, "k", "s", accel)
     record["qemu"]["accel"]["emulator"] = dict(accel.emulator, build="0" * 16)
     store.write_json(tmp_path / "run.json", record)
-    assert not matrix.finished(tmp_path, "k", "s", accel)
+    assert not runfolder.finished(tmp_path, "k", "s", accel)
 
 
 def test_lava_guests_in_debians_qemu_get_its_best_setting(monkeypatch):
     monkeypatch.setenv("LAB_TCG_SETTING", "icount-3-slice20")
-    a = qemu.tcg("LAVA", debian_qemu=True)
+    a = accelerator.tcg("LAVA", debian_qemu=True)
     assert a.setting == settings.DEBIAN_TCG and not a.emulator
     assert "needs the lab's QEMU" in a.reason
-    assert qemu.tcg("here").setting == "icount-3-slice20"
+    assert accelerator.tcg("here").setting == "icount-3-slice20"
 
 
 def test_a_patch_change_makes_a_new_build(monkeypatch, tmp_path):

@@ -8,8 +8,8 @@ import functools
 import json
 from dataclasses import dataclass
 
-from ..log import LabError
-from . import tool
+from ...log import LabError
+from .tool import tool
 
 TIMEOUT_S = 120
 

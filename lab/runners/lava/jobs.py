@@ -6,7 +6,7 @@ the variant's initramfs with the cell's plan appended as /lab/plan.sh
 parameters add lab.results=console, so the guest sends its results over
 the console instead of a 9p share (guest/init).
 
-Job definitions come from a template in lab/lava/templates/ (or any
+Job definitions come from a template in lab/runners/lava/templates/ (or any
 file): YAML with ${name} fields, which this module fills with quoted
 values, so a template stays a readable LAVA job that a lab adapts.
 """
@@ -15,13 +15,12 @@ import hashlib
 import io
 import json
 import string
-import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import boot, matrix, paths, qemu, store
-from ..log import LabError
+from ... import initramfs, paths, qemu, runfolder, store
+from ...log import LabError
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 SUITE = "softirq-rt-lab"
@@ -73,17 +72,11 @@ def is_qemu(template: Path) -> bool:
 
 
 def plan_cpio(plan_text: str) -> bytes:
-    """A newc cpio holding lab/plan.sh, made by cpio(1) as the base
-    initramfs is."""
+    """A cpio holding lab/plan.sh, to append to the base initramfs."""
     with tempfile.TemporaryDirectory() as stage:
         (Path(stage) / "lab").mkdir()
         (Path(stage) / "lab" / "plan.sh").write_text(plan_text)
-        r = subprocess.run(["cpio", "--quiet", "-o", "-H", "newc", "-R",
-                            "0:0"], cwd=stage, input=b"lab\nlab/plan.sh\n",
-                           capture_output=True)
-    if r.returncode != 0:
-        raise LabError(f"cpio failed: {r.stderr.decode().strip()}")
-    return r.stdout
+        return initramfs.cpio(Path(stage))
 
 
 def scratch_image(size_mb: int) -> bytes:
@@ -119,7 +112,7 @@ def definition(cell, built, initrd: Path, accel: qemu.Accel,
     if scen.disk and not is_qemu(template):
         raise LabError(f"scenario {scen.name} needs a scratch disk, which "
                        f"only the qemu device type provides ({template})")
-    plan_text = boot.plan_script(matrix.PLAN, cell.plan_env())
+    plan_text = runfolder.plan_script(runfolder.PLAN, cell.plan_env())
     key = f"{cell.variant.name}-{scen.name}-boot{cell.boot}"
     digest = hashlib.sha256(plan_text.encode()).hexdigest()[:12]
     kernel_url = artifacts.publish(f"bzImage-{built.meta['hash'][:16]}",
@@ -134,10 +127,10 @@ def definition(cell, built, initrd: Path, accel: qemu.Accel,
         "job_seconds": int(3 * seconds + 2 * JOB_OVERHEAD_S + 300),
         "boot_seconds": 300,
         "test_seconds": int(3 * seconds + JOB_OVERHEAD_S),
-        "memory_mb": 1024,
+        "memory_mb": qemu.GUEST_MEMORY_MB,
         # LAVA's qemu type adds -nographic, -m, -monitor none, a user-mode
         # NIC the guest leaves down, and QEMU's default devices
-        "qemu_options": [" ".join(qemu.guest_options(accel, 2))],
+        "qemu_options": [" ".join(qemu.guest_options(accel))],
         "cmdline": qemu.kernel_cmdline(
             accel, " ".join(w for w in (scen.append, CONSOLE_TRANSPORT)
                             if w)),
@@ -162,7 +155,7 @@ def definition(cell, built, initrd: Path, accel: qemu.Accel,
 def add_scratch_disk(text: str, url: str) -> str:
     """The qemu job with the scenario's scratch disk as a third image,
     on the same single-queue virtio-blk the local runner gives it."""
-    device = " ".join(matrix.disk_device("{scratch}")[1::2])
+    device = " ".join(qemu.scratch_disk("{scratch}")[1::2])
     entry = ("      scratch:\n"
              f"        image_arg: {device}\n"
              f"        url: {json.dumps(url)}\n"

@@ -1,23 +1,22 @@
 """The matrix's runs as LAVA jobs: submit, follow, collect.
 
-Every run not yet finished becomes one job (lab/lava/jobs.py), submitted
+Every run not yet finished becomes one job (lab/runners/lava/jobs.py), submitted
 at once so a LAVA lab with several devices runs them side by side.  The
 run folder's run.json says "running" with the job's id as soon as the
 job exists, so a stopped lab (Ctrl-C, a lost connection) collects the
 same jobs when run again instead of submitting them twice; jobs go on
 on the server meanwhile.  A finished job's log becomes the run folder a
-local run writes (lab/lava/collect.py); a job that failed or was
+local run writes (lab/runners/lava/collect.py); a job that failed or was
 canceled is a failed run with LAVA's reason, and the matrix goes on.
 """
-import errno
 import socket
 import time
 import urllib.parse
 from datetime import datetime
 from pathlib import Path
 
-from .. import boot, matrix, qemu, store
-from ..log import LabError, info
+from ... import accelerator, qemu, runfolder, store
+from ...log import LabError, info
 from . import client, collect, jobs
 
 POLL_S = 10
@@ -25,8 +24,11 @@ LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1", socket.gethostname())
 ACTIVE = ("Submitted", "Scheduling", "Scheduled", "Running", "Canceling")
 
 
-class Options:
-    """Where jobs go and how they are made (python3 -m lab run --lava-*)."""
+class Lava:
+    """The runner: where jobs go and how they are made (python3 -m lab
+    run --runner lava --lava-*)."""
+    name = "lava"
+
     def __init__(self, uri="", identity="default", template="qemu",
                  device_type="x86", artifacts="", artifacts_url=""):
         self.server = client.Server(uri, identity or "default")
@@ -34,6 +36,10 @@ class Options:
         self.device_type = device_type
         self.artifacts = jobs.Artifacts.at(artifacts, artifacts_url)
         self.artifacts_url_given = bool(artifacts_url)
+
+    def run(self, todo: list, built: dict, initrds: dict, accel,
+            root: Path) -> None:
+        run_jobs(todo, built, initrds, accel, root, self)
 
     def check_reachable(self) -> None:
         """file:// URLs only work for a worker on this machine: a remote
@@ -46,13 +52,14 @@ class Options:
                            f"{self.artifacts.folder} over HTTP and give its "
                            f"URL (LAVA_ARTIFACTS_URL, --lava-artifacts-url)")
 
-    def accel(self) -> qemu.Accel:
+    def accel(self, kernel=None) -> qemu.Accel:
         """How the jobs' guests run: the lab's TCG setting in LAVA's qemu
         type (KVM on a worker cannot be probed from here), else a real
         machine."""
+        del kernel
         if jobs.is_qemu(self.template):
-            return qemu.tcg("LAVA qemu jobs: the lab's TCG setting",
-                            debian_qemu=True)
+            return accelerator.tcg("LAVA qemu jobs: the lab's TCG setting",
+                                   debian_qemu=True)
         return qemu.Accel("none", f"real machine: LAVA device type "
                           f"{self.device_type}, template "
                           f"{self.template.name}")
@@ -68,7 +75,7 @@ def _lava_seconds(job: dict, start: str, end: str) -> float:
 
 
 def submit(cell, built, initrd: Path, accel, root: Path,
-           opts: Options) -> int:
+           opts: Lava) -> int:
     run_dir = cell.folder(root)
     # a redone run: nothing of the last try may mix with the new results
     for stale in run_dir.glob("*") if run_dir.is_dir() else ():
@@ -79,8 +86,9 @@ def submit(cell, built, initrd: Path, accel, root: Path,
     machine = {"command": "", "accel": accel.as_dict(),
                "qemu_version": "", "host_cpu": "LAVA worker",
                "host_boot_id": ""}
-    record = boot.provenance(built, matrix.PLAN, cell.plan_env(),
-                             2, machine, matrix.cell_context(cell))
+    record = runfolder.provenance(built, runfolder.PLAN, cell.plan_env(),
+                                  qemu.GUEST_CPUS, machine,
+                                  runfolder.cell_context(cell), "lava")
     record["lava"] = {"server": opts.server.url, "job": job,
                       "url": opts.server.job_url(job),
                       "template": opts.template.name, "initrd": own}
@@ -88,7 +96,7 @@ def submit(cell, built, initrd: Path, accel, root: Path,
     return job
 
 
-def pending_job(run_dir: Path, opts: Options):
+def pending_job(run_dir: Path, opts: Lava):
     """The job of a run submitted to this server and not collected yet."""
     try:
         record = store.read_json(run_dir / "run.json")
@@ -101,7 +109,7 @@ def pending_job(run_dir: Path, opts: Options):
     return None
 
 
-def collect_job(run_dir: Path, job: dict, opts: Options) -> dict:
+def collect_job(run_dir: Path, job: dict, opts: Lava) -> dict:
     """Turn a finished job into the run's files and final run.json."""
     record = store.read_json(run_dir / "run.json")
     try:
@@ -114,17 +122,11 @@ def collect_job(run_dir: Path, job: dict, opts: Options) -> dict:
     record["qemu"].update(collect.qemu_facts(log))
     tail = "\n".join(console.splitlines()[-15:])
     tail = f"; last console lines:\n{tail}" if tail.strip() else ""
-    panic = boot.panic_lines(console)
-    trouble = boot.kernel_trouble(console)
-    if panic:
-        reason = f"guest kernel panic:\n{panic}"
-    elif trouble:
-        reason = trouble
-    elif job["health"] != "Complete":
-        reason = collect.failure(job, log) + tail
-    else:
-        reason = problem or boot.plan_failure(
-            run_dir, "the guest's results never reached the console" + tail)
+    failed = collect.failure(job, log) + tail \
+        if job["health"] != "Complete" else ""
+    reason = runfolder.verdict(
+        console, run_dir, failed,
+        problem or "the guest's results never reached the console" + tail)
     record["lava"].update(
         device=job.get("device"), health=job["health"],
         submit_time=job.get("submit_time"),
@@ -137,12 +139,12 @@ def collect_job(run_dir: Path, job: dict, opts: Options) -> dict:
     if record["lava"].get("initrd"):
         (opts.artifacts.folder / record["lava"]["initrd"]).unlink(
             missing_ok=True)
-    return boot.finish(record, run_dir, reason,
+    return runfolder.finish(record, run_dir, reason,
                        _lava_seconds(job, "start_time", "end_time"))
 
 
-def run(todo: list, built: dict, initrds: dict, accel, root: Path,
-        opts: Options) -> None:
+def run_jobs(todo: list, built: dict, initrds: dict, accel, root: Path,
+             opts: Lava) -> None:
     """Run `todo` (matrix cells) as LAVA jobs, wait for all, collect."""
     opts.check_reachable()
     info(f"LAVA server: {opts.server.url} (version "
@@ -157,7 +159,7 @@ def run(todo: list, built: dict, initrds: dict, accel, root: Path,
     fresh = [c for c in todo if c not in waiting.values()]
     try:
         for i, c in enumerate(fresh, 1):
-            matrix.check_space(root, c.scenario)
+            runfolder.check_space(root, c.scenario)
             job = submit(c, built[c.variant.name], initrds[c.variant.name],
                          accel, root, opts)
             info(f"submitted {i}/{len(fresh)}: {c.variant.name} "
@@ -173,15 +175,12 @@ def run(todo: list, built: dict, initrds: dict, accel, root: Path,
         raise LabError(f"{e}; {len(waiting)} jobs not collected yet: run "
                        f"again to collect them") from None
     except OSError as e:
-        if e.errno != errno.ENOSPC:
-            raise
-        raise LabError(f"disk full while collecting LAVA jobs into {root}: "
-                       f"{e}; {len(waiting)} jobs not collected yet: free "
-                       f"some space and run again to collect them") \
-            from None
+        raise runfolder.disk_full(
+            e, f"collecting LAVA jobs into {root}",
+            f"{len(waiting)} jobs not collected yet") from None
 
 
-def follow(waiting: dict, root: Path, opts: Options) -> None:
+def follow(waiting: dict, root: Path, opts: Lava) -> None:
     """Wait for the jobs in `waiting` (job id -> cell), collecting each
     as it finishes and then taking it out of `waiting`."""
     total, done, failed, last = len(waiting), 0, 0, ""

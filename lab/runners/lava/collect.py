@@ -15,7 +15,7 @@ import tarfile
 import zlib
 from pathlib import Path
 
-from .. import store
+from ... import store
 from .jobs import SUITE
 
 BEGIN = re.compile(r"lab-files: begin (\d+) bytes sha256 ([0-9a-f]{64})")

@@ -1,9 +1,7 @@
-"""The matrix as LAVA jobs (runner.py), their definitions (jobs.py), the
-server (client.py), a job log unpacked into a run folder (collect.py),
-and a LAVA instance on this machine (local.py)."""
+"""Run a LAVA command-line tool with errors people can act on."""
 import subprocess
 
-from ..log import LabError
+from ...log import LabError
 
 
 def tool(cmd: list, what: str, missing: str, shown: str = "",

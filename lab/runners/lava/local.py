@@ -19,9 +19,9 @@ import time
 import urllib.request
 from pathlib import Path
 
-from .. import paths
-from ..log import LabError, info
-from . import tool
+from ... import paths
+from ...log import LabError, info
+from .tool import tool
 
 PORT = int(os.environ.get("LAB_LAVA_PORT", "8800"))
 URL = f"http://127.0.0.1:{PORT}"
