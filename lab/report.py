@@ -9,8 +9,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from . import (kconfig, paths, predictions, report_traces, results, stats,
-               store)
+from . import (kconfig, metrics, paths, predictions, report_traces, results,
+               stats, store)
 from .log import LabError, warn
 from .textfmt import WIDTH, fmt_us, wrap as _wrap
 
@@ -53,12 +53,6 @@ def cost_values(r: dict) -> dict:
     out = {m: d["value"] for m, d in r["metrics"].items()}
     out["ksoftirqd_cpu_percent"] = r["ksoftirqd_cpu_percent"]
     return out
-
-
-# Throughput and rounds are better higher; everything else lower.
-def better(metric: str) -> str:
-    return "higher" if metric.endswith(("_mb_s", "_mbit_s", "_rounds",
-                                        "_per_s")) else "lower"
 
 
 def probe_summary(rs: list):
@@ -135,7 +129,8 @@ def analyse(runs: list, traces: dict = None, predicted: dict = None,
             continue
         vs = {m: stats.compare(c["per_boot"][m], base["per_boot"][m])
               for m in BOOT_METRICS}
-        vs.update({m: stats.compare(v, base["cost"][m], better(m))
+        vs.update({m: stats.compare(v, base["cost"][m],
+                                         metrics.get(m).better)
                    for m, v in c["cost"].items() if m in base["cost"]})
         for m, cmp in vs.items():
             cmp["shown"] = shown_verdict(cmp, out["withheld"].get(scen))
@@ -148,7 +143,7 @@ def analyse(runs: list, traces: dict = None, predicted: dict = None,
     return out
 
 
-BOOT_METRICS = list(stats.LATENCY_METRICS) + ["missed"]
+BOOT_METRICS = [m.name for m in metrics.LATENCY]
 
 
 def shown_verdict(cmp: dict, withheld_reason) -> str:
@@ -473,16 +468,16 @@ def _cost_rows(a: dict, scen: str) -> list:
     scenario is withheld."""
     cells = [(v, a["cells"][f"{scen}/{v}"]) for v in a["variants"]
              if f"{scen}/{v}" in a["cells"]]
-    metrics = sorted({m for _, c in cells for m in c["cost"]
-                      if m != "ksoftirqd_cpu_percent"})
-    if not metrics and scen != "cost":
+    names = sorted({m for _, c in cells for m in c["cost"]
+                    if m != "ksoftirqd_cpu_percent"})
+    if not names and scen != "cost":
         return []
     out = ["  cost, median over boots " + ("(shown only: withheld):"
                                           if scen in a["withheld"] else
                                           "(verdict against baseline):")]
     for var, c in cells:
         parts = []
-        for m in metrics + ["ksoftirqd_cpu_percent"]:
+        for m in names + ["ksoftirqd_cpu_percent"]:
             v = _median(c["cost"].get(m, []))
             if v != v:
                 continue

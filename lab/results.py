@@ -7,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-from . import cyclictest, stats, store, timerlat, trace
+from . import cyclictest, metrics, stats, store, timerlat, trace
 from .log import LabError
 
 VECTORS = trace.VECTORS          # softirq vectors, /proc/softirqs order
@@ -32,16 +32,19 @@ def ksoftirqd_seconds(before: Path, after: Path) -> float:
     return sum(a[k] - b.get(k, 0) for k in a) / 1e9
 
 
-METRIC_RE = re.compile(r"^metric (\w+) ([-0-9.e+]+) (.*)$")
+METRIC_RE = re.compile(r"^metric (\S+) ([-0-9.e+]+) (.*)$")
 
 
-def metrics(run_dir: Path) -> dict:
-    """'metric NAME VALUE UNIT' lines of the background commands."""
+def tool_metrics(run_dir: Path) -> dict:
+    """'metric NAME VALUE UNIT' lines of the background commands, each
+    one declared in lab/metrics.py."""
     out = {}
     for log in sorted(run_dir.glob("bg-*.log")):
-        for line in log.read_text(errors="replace").splitlines():
+        lines = log.read_text(errors="replace").splitlines()
+        for n, line in enumerate(lines, 1):
             m = METRIC_RE.match(line.strip())
             if m:
+                metrics.from_tool(m.group(1), m.group(3), f"{log}:{n}")
                 out[m.group(1)] = {"value": float(m.group(2)),
                                    "unit": m.group(3)}
     return out
@@ -102,7 +105,7 @@ def summarize(run_dir: Path) -> dict:
         ksoftirqd_cpu_percent=100 * ksoftirqd_seconds(
             run_dir / "ksoftirqd-before", run_dir / "ksoftirqd-after")
         / duration,
-        metrics=metrics(run_dir),
+        metrics=tool_metrics(run_dir),
         probe=probe(run_dir))
     traced = run_dir / "cyclictest-traced.json"
     if traced.is_file():

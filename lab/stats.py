@@ -25,6 +25,8 @@ import math
 import numpy as np
 from scipy import stats as sps
 
+from . import metrics
+
 ALPHA = 0.01
 MIN_BOOTS = 5
 RATIO = 1.5
@@ -72,28 +74,10 @@ def histogram(latencies) -> dict:
 
 # One boot: its samples (sorted) give one value per latency metric.
 
-def nearest_rank(sorted_values: np.ndarray, q: float) -> float:
-    n = len(sorted_values)
-    if not n:
-        return float("nan")
-    return float(sorted_values[max(1, math.ceil(q * n)) - 1])
-
-
-# name: (how it is computed from the kept samples, unit, better when)
-LATENCY_METRICS = {
-    "p50": (lambda s: nearest_rank(s, 0.5), "us", "lower"),
-    "p99": (lambda s: nearest_rank(s, 0.99), "us", "lower"),
-    "p99.9": (lambda s: nearest_rank(s, 0.999), "us", "lower"),
-    "max": (lambda s: nearest_rank(s, 1.0), "us", "lower"),
-    "over_1ms": (lambda s: float(np.mean(s > 1000)) if len(s)
-                 else float("nan"), "share", "lower"),
-}
-
-
 def boot_values(latencies: np.ndarray, threads: dict) -> dict:
     """Per-boot latency metrics, plus samples kept and missed periods."""
-    out = {name: f(latencies) for name, (f, _, _) in
-           LATENCY_METRICS.items()}
+    out = {m.name: m.of_samples(latencies) for m in metrics.LATENCY
+           if m.of_samples}
     expected = sum(t["expected"] for t in threads.values())
     missed = sum(t["missed"] for t in threads.values())
     out["samples"] = int(len(latencies))

@@ -1,4 +1,5 @@
-"""A variant is a folder under variants/: series, patches, config, README.
+"""A variant is a folder under variants/: series, patches, config, README,
+and optionally `expect`, what its kernel must do in the mechanism tests.
 
 Adding a variant is making such a folder; nothing else names variants.
 """
@@ -24,6 +25,12 @@ class Variant:
     def config(self) -> Path:
         return self.folder / "config"
 
+    def expect(self, test: str):
+        """What the mechanism test `test` must see in this kernel:
+        {key: value} from the folder's `expect` file, or None when the
+        file says nothing about that test (the test is then skipped)."""
+        return parse_expect(self.folder / "expect").get(test)
+
     def content_hash(self, source_digest: str, recipe: str) -> str:
         """Everything a kernel image depends on, hashed.
 
@@ -36,6 +43,34 @@ class Variant:
         for f in (paths.COMMON_CONFIG, self.config, *self.patches):
             h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
         return h.hexdigest()
+
+
+def parse_expect(path: Path) -> dict:
+    """An `expect` file: lines 'TEST KEY VALUE', '#' comments; a VALUE is
+    a number, or yes/no.  {test: {key: value}}."""
+    out = {}
+    if not path.is_file():
+        return out
+    for lineno, raw in enumerate(path.read_text().splitlines(), 1):
+        words = raw.split("#", 1)[0].split()
+        if not words:
+            continue
+        if len(words) != 3:
+            raise LabError(f"{path}:{lineno}: expected 'test key value', "
+                           f"got {raw.strip()!r}")
+        test, key, text = words
+        if text in ("yes", "no"):
+            value = text == "yes"
+        else:
+            try:
+                value = float(text)
+            except ValueError:
+                raise LabError(f"{path}:{lineno}: {text!r} is neither a "
+                               f"number nor yes/no") from None
+        if key in out.get(test, {}):
+            raise LabError(f"{path}:{lineno}: {test} {key} given twice")
+        out.setdefault(test, {})[key] = value
+    return out
 
 
 def parse_series(series: Path) -> list:

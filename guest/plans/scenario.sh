@@ -189,6 +189,8 @@ fi
 for p in $bg; do
 	wait "$p" || echo "background $p failed" >&2
 done
+# the load generators' own metrics (lab/metrics.py), for LAVA too
+cat "$LAB"/bg-*.log 2>/dev/null | sed -n 's/^metric //p' >> /tmp/measurements
 [ -z "$MODULE_ARGS" ] || { cat /sys/kernel/debug/softirq_load/stats > "$LAB/module-stats"; rmmod softirq_load; }
 
 if [ -n "$PROBE_ARGS" ]; then

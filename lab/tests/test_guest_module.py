@@ -1,20 +1,20 @@
 """The test module and the probe, inside every variant's guest.
 
-Each mechanism test states beside it what each variant should do, with
-thresholds set from measurements under single-threaded TCG (the lab's
-default).  A variant with no expectation written here is skipped with a
-reason, not guessed at.
+Each mechanism test runs in every variant; what a variant must show is
+data in its own folder (variants/<name>/expect, measured thresholds).  A
+variant whose file says nothing about a test is skipped with a reason,
+not guessed at.
 """
 import json
 
 import pytest
 
-from lab import boot, guestbuild, paths
+from lab import boot, guestbuild, paths, variants
 
 pytestmark = pytest.mark.guest
 
 PLANS = paths.GUEST_DIR / "plans"
-NAMES = ["baseline", "stultz-v5", "zijlstra"]
+NAMES = [v.name for v in variants.discover()]
 
 
 _INITRDS = {}
@@ -65,6 +65,16 @@ def by_name(all_variants, name):
     return found[0]
 
 
+def expected(variant, test):
+    """The variant's expectation for `test`, or a skip saying where it
+    would be written."""
+    want = variant.expect(test)
+    if want is None:
+        pytest.skip(f"variants/{variant.name}/expect says nothing about "
+                    f"{test}")
+    return want
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_module_smoke(name, all_variants, built, accel):
     """Bad parameters refused, every vector runs where asked, 100 load and
@@ -88,20 +98,14 @@ def test_module_smoke(name, all_variants, built, accel):
 # helper thread on CPU1 as waker (-W 1) shows the latency itself (median
 # 0.25-0.35 ms in the reports), but only for wake-ups the helper issued
 # in time, and TCG let it do so in as few as 12 of 150 samples.
-# Measured (150 samples, one boot each): stultz-v5 moved 88-100%;
-# baseline and zijlstra moved 0%, medians 2.7-4.1 ms.
-LONG_HANDLER = {
-    "baseline": {"moved_max": 0.05, "median_min_us": 2000},
-    "stultz-v5": {"moved_min": 0.60},
-    "zijlstra": {"moved_max": 0.05, "median_min_us": 2000},
-}
+# What each variant must show: variants/<name>/expect, "long-handler".
 
 
 @pytest.mark.parametrize("vector", ["block", "net_rx", "irq_poll"])
 @pytest.mark.parametrize("name", NAMES)
 def test_long_handler_wakeup(name, vector, all_variants, built, accel):
     v = by_name(all_variants, name)
-    want = LONG_HANDLER[name]
+    want = expected(v, "long-handler")
     s = probe_summary(v, built, accel, f"long-{vector}",
                       f"vector={vector} spin_us=5000 cpu=0",
                       "-n 150 -c 0 -w 2500 -i 20000")
@@ -124,22 +128,14 @@ def test_long_handler_wakeup(name, vector, all_variants, built, accel):
 # 1551, 3838, 3595, 3092 us), and the module saw 1 ms handler runs take up
 # to 12 ms of guest time, i.e. the vCPU was not run; which is the
 # emulator, not the kernel (see the fidelity and trace issues).
-# Measured: baseline medians 3780-8503 us, stultz-v5 3779-10324 us;
-# TASKLET in ksoftirqd 0-2% and 0-8% (stultz-v5 defers the long vectors
-# while the RT probe runs, and ksoftirqd then takes what is pending), and
-# 99-100% on zijlstra.
-SHORT_STORM = {
-    "baseline": {"median_min_us": 2500, "deferred_max": 0.3},
-    "stultz-v5": {"median_min_us": 2500, "deferred_max": 0.3},
-    "zijlstra": {"deferred_min": 0.8},
-}
+# What each variant must show: variants/<name>/expect, "short-storm".
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_short_storm_stops_after_one_vector(name, all_variants, built,
                                               accel):
     v = by_name(all_variants, name)
-    want = SHORT_STORM[name]
+    want = expected(v, "short-storm")
     s = probe_summary(v, built, accel, "short-storm",
                       "vector=block,net_rx,irq_poll,tasklet,hi spin_us=1000 "
                       "storm_spin_us=1000 cpu=0",

@@ -102,3 +102,21 @@ def test_a_half_made_variant_stops_only_what_asks_for_it(variant_root):
     with pytest.raises(LabError, match="unknown variant 'nope'; known: "
                                        "baseline, half"):
         variants.select("nope", variant_root)
+
+
+def test_expectations_are_data_in_the_variants_folder(tmp_path):
+    from lab.variants import parse_expect
+    f = tmp_path / "expect"
+    f.write_text("# comment\nlong-handler moved_max 0.05\n"
+                 "budget-idle seen yes  # measured\n")
+    assert parse_expect(f) == {"long-handler": {"moved_max": 0.05},
+                               "budget-idle": {"seen": True}}
+    f.write_text("long-handler moved_max\n")
+    with pytest.raises(LabError, match=r"expect:1: expected 'test key"):
+        parse_expect(f)
+    f.write_text("a b c\n")
+    with pytest.raises(LabError, match=r"expect:1: 'c' is neither"):
+        parse_expect(f)
+    assert parse_expect(tmp_path / "none") == {}
+    assert variants.select("zijlstra")[0].expect("budget-rt") == \
+        {"seen": True}
