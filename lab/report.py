@@ -9,8 +9,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from . import (kconfig, metrics, paths, predictions, report_traces, results,
-               stats, store)
+from . import (figures, kconfig, metrics, paths, predictions, report_traces,
+               results, stats, store)
 from .log import LabError, warn
 from .textfmt import WIDTH, fmt_us, wrap as _wrap
 
@@ -490,9 +490,7 @@ def _cost_rows(a: dict, scen: str) -> list:
 
 
 def plots(runs: list, a: dict, out: Path) -> list:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = figures.pyplot()
 
     colors = {v: f"C{i}" for i, v in enumerate(a["variants"])}
     made = []
@@ -526,8 +524,7 @@ def plots(runs: list, a: dict, out: Path) -> list:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
         fig.tight_layout()
         name = f"survival-{scen}.png"
-        fig.savefig(out / name, dpi=110)
-        plt.close(fig)
+        figures.save(fig, out / name)
         made.append(name)
 
     if not a["cells"]:
@@ -558,8 +555,7 @@ def plots(runs: list, a: dict, out: Path) -> list:
         ax.grid(True, axis="y", which="both", alpha=0.3)
     axes[0].legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
     fig.tight_layout()
-    fig.savefig(out / "tails.png", dpi=110)
-    plt.close(fig)
+    figures.save(fig, out / "tails.png")
     made.append("tails.png")
     return made
 

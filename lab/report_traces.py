@@ -2,7 +2,7 @@
 tracing overhead, a timeline per scenario and files for trace viewers."""
 from pathlib import Path
 
-from . import stats, timerlat, trace, traceview
+from . import figures, stats, timerlat, trace, traceview
 from .textfmt import WIDTH, fmt_us, wrap as _wrap
 
 WORST = 3                  # wake-ups explained per cell
@@ -195,9 +195,7 @@ def files(t: dict, variants: list, scenarios: list, out: Path) -> list:
     Perfetto UI); returns the images.  The whole trace.dat (0.4-2 MB,
     already compressed by trace-cmd) stays in the run folder: a report
     folder stays small, and data/'s run file names its path."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = figures.pyplot()
 
     images = []
     for scen in scenarios:
@@ -219,7 +217,6 @@ def files(t: dict, variants: list, scenarios: list, out: Path) -> list:
                    ncol=6, fontsize=7, frameon=False)
         fig.tight_layout(rect=(0, 0.12, 1, 1))
         name = f"timeline-{scen}.png"
-        fig.savefig(out / name, dpi=110)
-        plt.close(fig)
+        figures.save(fig, out / name)
         images.append(name)
     return images
