@@ -48,6 +48,9 @@ class Accel:
     pin: bool = False  # pin vCPU thread i to host core i
     # the lab's QEMU build (lab/qemubuild.provenance()), {} for Debian's
     emulator: dict = field(default_factory=dict)
+    # a hard irq longer than this is a vCPU the emulator did not run, not
+    # the kernel (lab/trace.py); None: this emulation does not stall one
+    stall_us: float = None
 
     def summary(self) -> str:
         """One line for people: what runs the guest, and why."""
@@ -62,7 +65,7 @@ class Accel:
         return {"name": self.name, "reason": self.reason,
                 "args": self.args, "setting": self.setting,
                 "append": self.append, "pin": self.pin,
-                "emulator": self.emulator}
+                "emulator": self.emulator, "stall_us": self.stall_us}
 
 
 def host_cpu() -> str:

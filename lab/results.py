@@ -112,9 +112,7 @@ def summarize(run_dir: Path) -> dict:
         over = int(record.get("plan_env", {}).get("TRACE") or 0)
         kept = latency(run_dir, "cyclictest-traced",
                        json.loads(traced.read_text()))
-        # the lab's QEMU does not stall a vCPU (README.md, "Fidelity")
-        stall = float("inf") if record["qemu"]["accel"].get("emulator") \
-            else trace.STALL_US
+        stall = stall_limit(record["qemu"]["accel"])
         t = trace.explain_run(run_dir, over, kept["samples"],
                               stall_us=stall)
         if "error" not in t:
@@ -125,6 +123,16 @@ def summarize(run_dir: Path) -> dict:
     if rtla.is_file():
         out["timerlat"] = timerlat.parse(rtla.read_text(errors="replace"))
     return out
+
+
+def stall_limit(accel: dict) -> float:
+    """The hard-irq length over which the run's emulation, not the
+    kernel, held the vCPU (lab/settings.py); runs recorded before
+    run.json said: none in the lab's QEMU, trace.STALL_US in Debian's."""
+    if "stall_us" in accel:
+        return float("inf") if accel["stall_us"] is None \
+            else accel["stall_us"]
+    return float("inf") if accel.get("emulator") else trace.STALL_US
 
 
 def latency(run_dir: Path, stem: str, ct: dict) -> dict:

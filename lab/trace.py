@@ -45,10 +45,9 @@ SWITCH = re.compile(r"(?P<prev_comm>.+?):(?P<prev_pid>\d+) \[-?\d+\] "
 # (local timer, reschedule and function-call IPIs).
 HARD_IRQS = ("irq_handler", "local_timer", "reschedule",
              "call_function_single")
-# Under Debian's QEMU no real interrupt handler in these guests ran this
-# long: a hard irq that did was a vCPU the emulator did not run (README.md,
-# "Fidelity").  The lab's QEMU runs each vCPU at least every 20 us, so
-# there a long hard irq is the kernel's (results.py passes no limit).
+# A hard irq longer than this is a vCPU the emulator did not run: the
+# emulation setting says (lab/settings.py); this is for runs recorded
+# before run.json said, all under Debian's QEMU.
 STALL_US = 500
 STALLED = "vCPU stalled in an interrupt"
 # Shares that mean the emulator did not run the vCPU (see _cause); "no

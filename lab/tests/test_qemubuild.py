@@ -70,3 +70,15 @@ def test_a_patch_that_does_not_apply_is_named(monkeypatch, tmp_path):
     monkeypatch.setattr(qemubuild, "PATCHES_DIR", patches)
     with pytest.raises(LabError, match="0001-x.patch: does not apply"):
         qemubuild._apply_patches(tree)
+
+
+def test_the_setting_says_how_long_a_stall_is_the_emulators():
+    from lab import results
+    lab_qemu = settings.select("icount-3-slice20")[0].to_accel()
+    debian = settings.select("icount-3-nosleep")[0].to_accel()
+    assert lab_qemu.stall_us is None and debian.stall_us == 500
+    assert results.stall_limit(lab_qemu.as_dict()) == float("inf")
+    assert results.stall_limit(debian.as_dict()) == 500
+    # run.json from before the setting said: the QEMU build decides
+    assert results.stall_limit({"emulator": {"build": "x"}}) == float("inf")
+    assert results.stall_limit({"emulator": {}}) == 500
