@@ -44,15 +44,18 @@ def cmd_accel(args) -> int:
 
 
 def cmd_health(args) -> int:
-    built = list(build.build_all(variants.select(args.variants)).values())
-    accel = accelerator.choose(built[0].image)
+    chosen = variants.select(args.variants)
+    built = build.build_all(chosen)
+    accel = accelerator.choose(built[chosen[0].name].image)
     info(f"accelerator: {accel.summary()}")
     failed = 0
-    for i, b in enumerate(built, 1):
+    for i, v in enumerate(chosen, 1):
+        b = built[v.name]
         info(f"boot {i}/{len(built)}: {b.variant}")
         run_dir = paths.BUILD_DIR / "runs" / "health" / b.variant
         record = boot.run_plan(b, health.PLAN, run_dir, accel,
-                               timeout=args.timeout, cpus=args.cpus)
+                               timeout=args.timeout, cpus=args.cpus,
+                               append=v.append)
         problems = health.check(b, run_dir, record, args.cpus)
         print(health.line(b, record, problems))
         for p in problems:
@@ -62,8 +65,10 @@ def cmd_health(args) -> int:
 
 
 def cmd_run(args) -> int:
-    # baseline first, wherever it was named: the others compare with it
-    chosen = sorted(variants.select(args.variants),
+    # baseline first, wherever it was named: the others compare with it;
+    # unnamed, the default matrix (variant.conf `default`)
+    chosen = sorted(variants.select(args.variants) if args.variants else
+                    [v for v in variants.discover() if v.in_default_matrix],
                     key=lambda v: v.name != "baseline")
     scens = scenario.select(args.scenarios)
     if chosen[0].name != "baseline":

@@ -251,10 +251,16 @@ def locked(name: str):
 
 def build(variant: Variant, index: int = 1, total: int = 1,
           force: bool = False) -> Built:
-    """Return the variant's kernel, building it only if its inputs changed."""
-    repo, digest, version = source.unpacked_source()
+    """Return the variant's kernel, building it only if its inputs changed.
+
+    A variant that boots another's kernel (variant.conf `kernel`) gets
+    that kernel, built as the other's."""
+    own = variant.kernel_variant()
+    repo, digest, version = source.unpacked_source(own.tarball, own.source)
     with locked(repo.name):
-        return _build(variant, repo, digest, version, index, total, force)
+        built = _build(own, repo, digest, version, index, total, force)
+    return built if own is variant else \
+        Built(variant.name, built.folder, built.meta)
 
 
 def build_all(chosen: list, force: bool = False, then=None) -> dict:
@@ -327,7 +333,8 @@ def clean_build(variant: Variant) -> Path:
     clean build gives (lab/tests/test_incremental_build.py).  Returns
     the object folder.
     """
-    repo, digest, _ = source.unpacked_source()
+    repo, digest, _ = source.unpacked_source(variant.tarball,
+                                             variant.source)
     content_hash = variant.content_hash(digest, RECIPE)
     objdir = paths.cache_dir() / "obj-clean" / content_hash[:16]
     if (objdir / IMAGE).is_file():

@@ -49,9 +49,11 @@ def _build_in_copy(src: Path, dest: Path, command, product: str,
 
 
 def module(variant, built: build.Built) -> Path:
-    """softirq_load.ko built against one variant's kernel."""
+    """softirq_load.ko built against one variant's kernel (the kernel's
+    own variant, for one that boots another's)."""
+    variant = variant.kernel_variant()
     key = source_hash(MODULE_SRC)[:12] + "-" + built.meta["hash"][:12]
-    dest = paths.cache_dir() / "modules" / built.variant / key
+    dest = paths.cache_dir() / "modules" / variant.name / key
     if (dest / MODULE_NAME).is_file():
         return dest / MODULE_NAME      # no need to switch the shared tree
     with build.locked(built.tree.name):
@@ -61,7 +63,7 @@ def module(variant, built: build.Built) -> Path:
             lambda tmp: ["make", "-C", str(built.tree), f"O={built.objdir}",
                          f"ARCH={build.ARCH}", "LOCALVERSION=", f"M={tmp}",
                          "modules"],
-            MODULE_NAME, f"{MODULE_NAME} for variant {built.variant}")
+            MODULE_NAME, f"{MODULE_NAME} for variant {variant.name}")
 
 
 def probe() -> Path:

@@ -44,6 +44,12 @@ class Cell:
     def traced(self) -> bool:
         return bool(self.scenario.trace) and self.boot <= TRACED_BOOTS
 
+    @property
+    def append(self) -> str:
+        """Kernel parameters: the variant's, then the scenario's."""
+        return " ".join(w for w in (self.variant.append,
+                                    self.scenario.append) if w)
+
     def plan_env(self) -> dict:
         return self.scenario.plan_env(self.seed, self.traced)
 
@@ -86,7 +92,7 @@ def run(variants: list, scenarios: list, boots: int,
     todo = [c for c in cells if not runfolder.finished(
         c.folder(root), built[c.variant.name].meta["hash"],
         c.scenario.digest, accel, runner.name,
-        runfolder.plan_digest(runfolder.PLAN))]
+        runfolder.plan_digest(runfolder.PLAN), c.variant.described())]
     if len(todo) < len(cells):
         info(f"{len(cells) - len(todo)} of {len(cells)} runs already done; "
              f"resuming")

@@ -15,10 +15,17 @@ COMMON_CONFIG = REPO / "common" / "kernel.config"
 GUEST_DIR = REPO / "guest"
 BUILD_DIR = Path(os.environ.get("LAB_BUILD_DIR", REPO / "build"))
 
-PACKAGED_TARBALL = Path(os.environ.get(
-    "LAB_KERNEL_TARBALL", "/usr/src/linux-source-6.1.tar.xz"))
-PACKAGED_NAME = "linux-source-6.1"
-EXPECTED_SERIES = "6.1."
+# The seeds' generation; a variant may name another (variant.conf).
+GENERATION = "6.1"
+
+
+def packaged_tarball(generation: str = GENERATION) -> Path:
+    """Debian's linux-source-<generation> tarball (LAB_KERNEL_TARBALL
+    stands in for the seeds' generation, in tests)."""
+    if generation == GENERATION and os.environ.get("LAB_KERNEL_TARBALL"):
+        return Path(os.environ["LAB_KERNEL_TARBALL"])
+    return Path(f"/usr/src/linux-source-{generation}.tar.xz")
+
 
 
 def cache_dir() -> Path:

@@ -17,7 +17,7 @@ import shutil
 import time
 from pathlib import Path
 
-from . import paths, qemu, store
+from . import paths, qemu, store, variants
 from .build import Built
 from .log import LabError
 
@@ -169,12 +169,18 @@ def emulation(accel: qemu.Accel) -> list:
 
 def finished(run_dir: Path, kernel_hash: str, scenario_digest: str,
              accel: qemu.Accel = None, runner: str = "local",
-             plan_sha: str = None) -> bool:
+             plan_sha: str = None, variant_conf: dict = None) -> bool:
     """Whether a re-run keeps this folder: it ended ("ok" or "failed")
-    from the same kernel, scenario file, plan, emulation and runner."""
+    from the same kernel, scenario file, plan, emulation, runner and
+    variant.conf."""
     try:
         record = store.read_json(run_dir / "run.json")
     except (OSError, ValueError):
+        return False
+    # folders from before run.json had it: the variant had no variant.conf
+    ran_as = record.get("variant_conf", dict(
+        variants.CONF_DEFAULTS, name=record.get("variant")))
+    if variant_conf is not None and ran_as != variant_conf:
         return False
     if accel is not None:
         ran = record.get("qemu", {}).get("accel", {})
@@ -194,10 +200,12 @@ def finished(run_dir: Path, kernel_hash: str, scenario_digest: str,
 
 def cell_context(c) -> dict:
     """What run.json says about a matrix cell (matrix.Cell), besides the
-    kernel and QEMU."""
+    kernel and QEMU: the scenario, the boot, and the variant's
+    variant.conf (source, boot parameters, role)."""
     return {"scenario": {"name": c.scenario.name,
                          "digest": c.scenario.digest,
                          "text": c.scenario.path.read_text()},
+            "variant_conf": c.variant.described(),
             "boot": c.boot}
 
 

@@ -16,14 +16,19 @@ from . import paths
 from .log import LabError, info
 
 BASE_TAG = "packaged"
-INSTALL_HINT = "install it with `make deps` (Debian package linux-source-6.1)"
 
 
-def tarball_digest(tarball: Path) -> str:
+def install_hint(generation: str) -> str:
+    return (f"install it with `make deps` (Debian package "
+            f"linux-source-{generation})")
+
+
+def tarball_digest(tarball: Path,
+                   generation: str = paths.GENERATION) -> str:
     """sha256 of the tarball: the identity of 'the packaged source'."""
     if not tarball.is_file():
         raise LabError(f"packaged kernel source {tarball} not found: "
-                       f"{INSTALL_HINT}")
+                       f"{install_hint(generation)}")
     h = hashlib.sha256()
     with open(tarball, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -65,14 +70,17 @@ def git(tree: Path, *args: str, check: bool = True,
     return r
 
 
-def unpacked_source(tarball: Path = None) -> tuple[Path, str, str]:
-    """Unpack the tarball once; return (repo, digest, kernel version).
+def unpacked_source(tarball: Path = None,
+                    generation: str = paths.GENERATION) -> tuple:
+    """Unpack linux-source-<generation> once; return (repo, digest,
+    kernel version).
 
     The repository is named by the tarball's digest, so a new package
-    version gets a new repository and every variant rebuilds.
+    version gets a new repository and every variant rebuilds; each
+    generation has its own.
     """
-    tarball = Path(tarball or paths.PACKAGED_TARBALL)
-    digest = tarball_digest(tarball)
+    tarball = Path(tarball or paths.packaged_tarball(generation))
+    digest = tarball_digest(tarball, generation)
     repo = paths.cache_dir() / "source" / digest[:16]
     stamp = repo / ".git" / "lab-unpacked"
     if stamp.is_file():
@@ -88,18 +96,18 @@ def unpacked_source(tarball: Path = None) -> tuple[Path, str, str]:
     if r.returncode != 0:
         shutil.rmtree(tmp, ignore_errors=True)
         raise LabError(f"cannot unpack {tarball}: {r.stderr.strip()}: "
-                       f"{INSTALL_HINT}")
+                       f"{install_hint(generation)}")
     version = kernel_version(tmp)
-    if not version.startswith(paths.EXPECTED_SERIES):
+    if not version.startswith(generation + "."):
         shutil.rmtree(tmp, ignore_errors=True)
         raise LabError(f"{tarball} holds Linux {version}, the lab needs "
-                       f"{paths.EXPECTED_SERIES}x: {INSTALL_HINT}")
+                       f"{generation}.x: {install_hint(generation)}")
     info(f"Linux {version}: recording it as git commit '{BASE_TAG}'")
     git(tmp, "init", "-q")
     git(tmp, "config", "core.autocrlf", "false")
     git(tmp, "config", "gc.auto", "0")
     git(tmp, "add", "-A", "-f")
-    git(tmp, "commit", "-q", "-m", f"{paths.PACKAGED_NAME} {version}\n\n"
+    git(tmp, "commit", "-q", "-m", f"linux-source-{generation} {version}\n\n"
         f"Unpacked from {tarball.name}, sha256 {digest}")
     git(tmp, "tag", BASE_TAG)
     (tmp / ".git" / "lab-unpacked").write_text(version + "\n")

@@ -1,5 +1,13 @@
 """A variant is a folder under variants/: series, patches, config, README,
-and optionally `expect`, what its kernel must do in the mechanism tests.
+optionally `variant.conf` (what it is built from and how it boots) and
+`expect` (what its kernel must do in the mechanism tests).
+
+    # variant.conf: every key optional
+    source  = 6.1          packaged source generation: linux-source-<source>
+    append  = threadirqs   kernel parameters this variant boots with
+    role    = proposal     or reference (what upstream or -rt did)
+    kernel  = baseline     boot that variant's kernel, build none of its own
+    default = yes          in the default matrix (`make lab` without VARIANTS)
 
 Adding a variant is making such a folder; nothing else names variants.
 """
@@ -8,11 +16,17 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import paths
+from . import kconfig, paths
 from .log import LabError
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9.+_-]*$")
 REQUIRED = ("series", "config", "README.md")
+CONF = "variant.conf"
+CONF_DEFAULTS = {"source": "6.1", "append": "", "role": "proposal",
+                 "kernel": "", "default": "yes"}
+CONF_CHOICES = {"role": ("proposal", "reference"),
+                "default": ("yes", "no")}
+SOURCE_RE = re.compile(r"^\d+\.\d+$")
 
 
 @dataclass(frozen=True)
@@ -20,10 +34,41 @@ class Variant:
     name: str
     folder: Path
     patches: tuple  # Paths, in series order
+    conf: tuple = tuple(sorted(CONF_DEFAULTS.items()))  # variant.conf
 
     @property
     def config(self) -> Path:
         return self.folder / "config"
+
+    def get(self, key: str) -> str:
+        return dict(self.conf)[key]
+
+    @property
+    def source(self) -> str:
+        """The source generation, e.g. "6.1"."""
+        return self.get("source")
+
+    @property
+    def tarball(self) -> Path:
+        return paths.packaged_tarball(self.source)
+
+    @property
+    def append(self) -> str:
+        return self.get("append")
+
+    @property
+    def in_default_matrix(self) -> bool:
+        return self.get("default") == "yes"
+
+    def kernel_variant(self) -> "Variant":
+        """The variant whose kernel this one boots: itself, or the one its
+        `kernel` key names (a variant that only boots differently)."""
+        other = self.get("kernel")
+        return load(self.folder.parent / other) if other else self
+
+    def described(self) -> dict:
+        """What run.json says about the variant besides its kernel."""
+        return dict(self.conf, name=self.name)
 
     def expect(self, test: str):
         """What the mechanism test `test` must see in this kernel:
@@ -73,6 +118,49 @@ def parse_expect(path: Path) -> dict:
     return out
 
 
+def parse_conf(folder: Path) -> tuple:
+    """variant.conf, checked, over the defaults: sorted (key, value)."""
+    conf, path = dict(CONF_DEFAULTS), folder / CONF
+    if not path.is_file():
+        return tuple(sorted(conf.items()))
+    seen = set()
+    for lineno, raw in enumerate(path.read_text().splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        where = f"{path}:{lineno}"
+        key, eq, value = (x.strip() for x in line.partition("="))
+        if not eq or key not in CONF_DEFAULTS:
+            raise LabError(f"{where}: expected 'key = value' with a key of "
+                           f"{', '.join(CONF_DEFAULTS)}")
+        if key in seen:
+            raise LabError(f"{where}: {key} given twice")
+        seen.add(key)
+        if key in CONF_CHOICES and value not in CONF_CHOICES[key]:
+            raise LabError(f"{where}: {key} = {value!r}: one of "
+                           f"{', '.join(CONF_CHOICES[key])}")
+        if key == "source" and not SOURCE_RE.match(value):
+            raise LabError(f"{where}: source = {value!r}: a kernel "
+                           f"generation such as 6.1 (the package "
+                           f"linux-source-<source>)")
+        if key == "kernel":
+            other = folder.parent / value
+            if value == folder.name or not (other / "series").is_file():
+                raise LabError(f"{where}: kernel = {value!r}: name another "
+                               f"variant in {folder.parent}")
+            if dict(parse_conf(other))["kernel"]:
+                raise LabError(f"{where}: kernel = {value!r}, which boots "
+                               f"another's kernel itself: name that one")
+        conf[key] = value
+    if conf["kernel"] and (parse_series(folder / "series") or
+                           kconfig.parse_fragment(folder / "config")):
+        raise LabError(f"{path}: kernel = {conf['kernel']}, but "
+                       f"{folder.name} has patches or config options of "
+                       f"its own: a variant boots another's kernel or "
+                       f"builds its own")
+    return tuple(sorted(conf.items()))
+
+
 def parse_series(series: Path) -> list:
     """Patch files named by a quilt-style series file, in order.
 
@@ -116,7 +204,8 @@ def load(folder: Path) -> Variant:
                        f"{folder}: finish it (README.md, 'Adding a "
                        f"variant'), or name the variants you want "
                        f"(VARIANTS=baseline,...)")
-    return Variant(name, folder, tuple(parse_series(folder / "series")))
+    return Variant(name, folder, tuple(parse_series(folder / "series")),
+                   parse_conf(folder))
 
 
 def discover(root: Path = None) -> list:

@@ -109,6 +109,6 @@ def run_cell(c, built_kernel, initrd: Path, accel, root: Path) -> dict:
         return boot.run_plan(
             built_kernel, runfolder.PLAN, run_dir, accel, timeout=timeout,
             initrd=initrd, extra_args=extra, env=c.plan_env(),
-            append=c.scenario.append, context=runfolder.cell_context(c))
+            append=c.append, context=runfolder.cell_context(c))
     finally:
         (run_dir / "scratch.img").unlink(missing_ok=True)

@@ -86,7 +86,7 @@ def test_reapplying_resets_to_the_packaged_commit(tree, variant_root):
 def test_up_to_date_variant_is_not_rebuilt(tmp_path, monkeypatch):
     monkeypatch.setenv("LAB_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(source, "unpacked_source",
-                        lambda: (tmp_path, "digest", "6.1.192"))
+                        lambda *a: (tmp_path, "digest", "6.1.192"))
 
     def no_make(*a, **k):
         raise AssertionError("make was called for an up-to-date variant")
@@ -102,7 +102,7 @@ def test_up_to_date_variant_is_not_rebuilt(tmp_path, monkeypatch):
     assert got.image == folder / "bzImage"
     # Any change of input misses the cache and reaches make.
     monkeypatch.setattr(source, "unpacked_source",
-                        lambda: (tmp_path, "other-digest", "6.1.192"))
+                        lambda *a: (tmp_path, "other-digest", "6.1.192"))
     monkeypatch.setattr(build, "_worktree", lambda repo: tmp_path)
     monkeypatch.setattr(build, "checkout_series", lambda v, t: None)
     monkeypatch.setattr(build, "mark_tree", lambda t, h: None)

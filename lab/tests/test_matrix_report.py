@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from lab import accelerator, matrix, report, runfolder, store
+from lab import accelerator, matrix, report, runfolder, store, variants
 from lab.runners import local
 from lab.scenario import Scenario
 
@@ -90,6 +90,10 @@ def test_run_resumes_and_redoes_only_unfinished_cells(tmp_path,
     class V:
         def __init__(self, name):
             self.name = name
+            self.append = ""
+
+        def described(self):
+            return dict(variants.CONF_DEFAULTS, name=self.name)
 
     class Built:
         meta = {"hash": "h"}
@@ -209,6 +213,10 @@ def _two_cells(tmp_path):
     class V:
         def __init__(self, name):
             self.name = name
+            self.append = ""
+
+        def described(self):
+            return dict(variants.CONF_DEFAULTS, name=self.name)
     scen = Scenario(name="idle", path=tmp_path / "idle.scenario",
                     description="x", duration=1)
     scen.path.write_text("description = x\nduration = 1\n")

@@ -120,3 +120,54 @@ def test_expectations_are_data_in_the_variants_folder(tmp_path):
     assert parse_expect(tmp_path / "none") == {}
     assert variants.select("zijlstra")[0].expect("budget-rt") == \
         {"seen": True}
+
+
+def test_variant_conf_says_source_boot_parameters_and_role(variant_root):
+    make_variant(variant_root, "baseline")
+    folder = make_variant(variant_root, "irqthreads")
+    (folder / "variant.conf").write_text(
+        "# boots baseline's kernel with threaded irqs\n"
+        "kernel = baseline\nappend = threadirqs\nrole = reference\n"
+        "default = no\n")
+    v = variants.load(folder)
+    assert (v.append, v.get("role"), v.source) == \
+        ("threadirqs", "reference", "6.1")
+    assert not v.in_default_matrix
+    assert v.kernel_variant().name == "baseline"
+    assert v.described()["kernel"] == "baseline"
+    assert v.tarball.name == "linux-source-6.1.tar.xz"
+    plain = variants.load(variant_root / "baseline")
+    assert plain.kernel_variant() is plain and plain.in_default_matrix
+
+
+@pytest.mark.parametrize("text, error", [
+    ("colour = red\n", r"variant.conf:1: expected 'key = value'"),
+    ("role = maybe\n", r"variant.conf:1: role = 'maybe': one of"),
+    ("source = six\n", r"variant.conf:1: source = 'six': a kernel"),
+    ("kernel = nowhere\n", r"variant.conf:1: kernel = 'nowhere': name"),
+    ("append = a\nappend = b\n", r"variant.conf:2: append given twice"),
+])
+def test_a_bad_variant_conf_names_file_and_line(variant_root, text, error):
+    make_variant(variant_root, "baseline")
+    folder = make_variant(variant_root, "bad")
+    (folder / "variant.conf").write_text(text)
+    with pytest.raises(LabError, match=error):
+        variants.load(folder)
+
+
+def test_a_boot_only_variant_has_no_patches_of_its_own(variant_root):
+    make_variant(variant_root, "baseline")
+    folder = make_variant(variant_root, "mixed",
+                          config="CONFIG_FOO=y\n")
+    (folder / "variant.conf").write_text("kernel = baseline\n")
+    with pytest.raises(LabError, match="boots another's kernel or builds"):
+        variants.load(folder)
+
+
+def test_a_generation_not_installed_names_its_package(tmp_path,
+                                                     monkeypatch):
+    from lab import source
+    monkeypatch.setenv("LAB_CACHE", str(tmp_path))
+    with pytest.raises(LabError, match=r"linux-source-9.9.tar.xz not found"
+                       r".*Debian package linux-source-9.9"):
+        source.unpacked_source(generation="9.9")

@@ -132,7 +132,7 @@ def definition(cell, built, initrd: Path, accel: qemu.Accel,
         # NIC the guest leaves down, and QEMU's default devices
         "qemu_options": [" ".join(qemu.guest_options(accel))],
         "cmdline": qemu.kernel_cmdline(
-            accel, " ".join(w for w in (scen.append, CONSOLE_TRANSPORT)
+            accel, " ".join(w for w in (cell.append, CONSOLE_TRANSPORT)
                             if w)),
         "kernel_url": kernel_url, "initrd_url": initrd_url,
         "suite": SUITE, "device_type": device_type,
