@@ -56,7 +56,7 @@ def cmd_health(args) -> int:
         record = boot.run_plan(b, health.PLAN, run_dir, accel,
                                timeout=args.timeout, cpus=args.cpus,
                                append=v.append)
-        problems = health.check(b, run_dir, record, args.cpus)
+        problems = health.check(b, run_dir, record, args.cpus, v.append)
         print(health.line(b, record, problems))
         for p in problems:
             print("  " + p.replace("\n", "\n  "))

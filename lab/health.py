@@ -13,11 +13,19 @@ from .build import Built
 PLAN = paths.GUEST_DIR / "plans" / "health.sh"
 
 
-def check(built: Built, run_dir: Path, record: dict, cpus: int) -> list:
-    """Problems found in a finished health run; [] if it is healthy."""
+def check(built: Built, run_dir: Path, record: dict, cpus: int,
+          append: str = "") -> list:
+    """Problems found in a finished health run; [] if it is healthy.
+    `append`: the variant's own kernel parameters, which it must have
+    booted with."""
     if record["status"] != "ok":
         return [record["reason"]]
     problems = []
+    cmdline = (run_dir / "cmdline").read_text().split()
+    missing = [w for w in append.split() if w not in cmdline]
+    if missing:
+        problems.append(f"booted without {' '.join(missing)}: /proc/cmdline "
+                        f"is {' '.join(cmdline)!r}")
     release = (run_dir / "kernel-release").read_text().strip()
     own = built.meta["variant"]     # another's, for a boot-only variant
     if not release.endswith(f"-{own}"):
