@@ -196,8 +196,9 @@ def parse_args(argv):
                    "%(default)s)")
     with_runner(r)
     for n in runners.names():
-        runners.module(n).add_arguments(r.add_argument_group(
-            f"{n} (with --runner {n})"))
+        if hasattr(runners.module(n), "add_arguments"):
+            runners.module(n).add_arguments(r.add_argument_group(
+                f"{n} (with --runner {n})"))
     r.set_defaults(func=cmd_run)
 
     c = with_matrix(sub.add_parser(

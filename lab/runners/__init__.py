@@ -4,7 +4,7 @@ Found by their place in this folder: `python3 -m lab run --runner NAME`
 takes any of them.  A runner module defines
 
     HELP                  one line for --help
-    add_arguments(group)  its own command-line options (may add none)
+    add_arguments(group)  its own command-line options, if it has any
     make(args)            the runner: an object with
         .name             recorded in every run.json ("runner")
         .accel(kernel)    how its guests are emulated (lab/accelerator.py)

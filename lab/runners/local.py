@@ -15,10 +15,6 @@ from ..log import fmt_seconds, info
 HELP = "boot guests in QEMU here (default)"
 
 
-def add_arguments(group) -> None:
-    del group       # --jobs is the matrix's: every runner may use it
-
-
 def make(args) -> "Local":
     return Local(getattr(args, "jobs", 1) or 1)
 
