@@ -237,7 +237,7 @@ def select(names: str = "", root: Path = None) -> list:
     commands that ask for it (or for all).
     """
     root = root or paths.VARIANTS_DIR
-    if not names.strip():
+    if not names.strip() or names.strip() == "all":
         return discover(root)
     known = sorted(d.name for d in root.iterdir() if d.is_dir())
     chosen = []

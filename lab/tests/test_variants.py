@@ -171,3 +171,8 @@ def test_a_generation_not_installed_names_its_package(tmp_path,
     with pytest.raises(LabError, match=r"linux-source-9.9.tar.xz not found"
                        r".*Debian package linux-source-9.9"):
         source.unpacked_source(generation="9.9")
+
+
+def test_all_names_every_variant():
+    assert [v.name for v in variants.select("all")] == \
+        [v.name for v in variants.discover()]
