@@ -60,3 +60,12 @@ def test_runners_are_found_by_their_place():
     for name in runners.names():
         m = runners.module(name)
         assert m.HELP and callable(m.make)
+
+
+def test_published_reports_stay_under_5_mb():
+    """A report folder in git is at most 5 MB; whole traces stay in the
+    run folders (build/results), from which `make compare` remakes it."""
+    for folder in (paths.REPO / "reports").iterdir():
+        size = sum(f.stat().st_size for f in folder.rglob("*")
+                   if f.is_file())
+        assert size <= 5 << 20, f"{folder.name}: {size >> 10} KB"
