@@ -80,9 +80,11 @@ compare: deps
 test:
 	@$(PY) -m pytest -p no:cacheprovider -q lab/tests -m "not guest"
 
-# The tests include an end-to-end run through a local LAVA.
+# The tests include an end-to-end run through a local LAVA.  The guest
+# mechanism tests run in the default matrix's variants; VARIANTS=all (or
+# a list) runs them in those.
 check: deps-lava
-	@$(PY) -m pytest -p no:cacheprovider -q lab/tests
+	@LAB_TEST_VARIANTS="$(VARIANTS)" $(PY) -m pytest -p no:cacheprovider -q lab/tests
 
 clean:
 	rm -rf build

@@ -6,6 +6,19 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 
+def mechanism_variants() -> list:
+    """Names of the variants the guest mechanism tests run in: the
+    default matrix's, or LAB_TEST_VARIANTS (`make check VARIANTS=all`
+    sets it), so `make check` stays within its time budget while every
+    variant's expect file can be checked on demand."""
+    import os
+    from lab import variants
+    names = os.environ.get("LAB_TEST_VARIANTS", "")
+    chosen = variants.select(names) if names else \
+        [v for v in variants.discover() if v.in_default_matrix]
+    return [v.name for v in chosen]
+
+
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "guest: builds kernels or boots guests (slow); runs "

@@ -1,20 +1,22 @@
 """The test module and the probe, inside every variant's guest.
 
-Each mechanism test runs in every variant; what a variant must show is
-data in its own folder (variants/<name>/expect, measured thresholds).  A
-variant whose file says nothing about a test is skipped with a reason,
-not guessed at.
+Each mechanism test runs in every variant of the default matrix (all
+with `make check VARIANTS=all`); what a variant must show is data in its
+own folder (variants/<name>/expect, measured thresholds).  A variant
+whose file says nothing about a test is skipped with a reason, not
+guessed at.
 """
 import json
 
 import pytest
 
-from lab import boot, guestbuild, paths, variants
+from lab import boot, guestbuild, paths
+from lab.tests.conftest import mechanism_variants
 
 pytestmark = pytest.mark.guest
 
 PLANS = paths.GUEST_DIR / "plans"
-NAMES = [v.name for v in variants.discover()]
+NAMES = mechanism_variants()
 
 
 _INITRDS = {}
