@@ -28,7 +28,7 @@ LAVA_CLIENT = $(if $(filter lava,$(RUNNER)),lavacli)
 LAVA_LOCAL = lava-server lava-dispatcher lavacli postgresql
 
 .PHONY: all lab compare check test deps deps-lava lava-local lava-local-down \
-	variants health accel clean help
+	variants health accel clean help variant mail
 
 all: help
 
@@ -40,6 +40,9 @@ help:
 	@echo "make variants  build the variant kernels (cached)"
 	@echo "make health    boot each variant and prove which kernel it is"
 	@echo "make accel     say which accelerator guests use, and why"
+	@echo "make variant NAME=n FROM=s  variant n from a series (mbox, folder"
+	@echo "               of patches or Message-ID)"
+	@echo "make mail NAME=n  the report reports/<date>-n as reply.eml"
 	@echo "make deps      install the Debian packages the lab needs"
 	@echo "make lava-local  start a LAVA instance on this machine"
 	@echo "VARIANTS=a,b SCENARIOS=x,y BOOTS=n narrow the matrix; NAME=n"
@@ -72,6 +75,12 @@ accel: deps
 # then write reports/<date>-$(NAME)/.  Stopped, it resumes where it was.
 lab: deps
 	@$(LAB) run $(MATRIX) --boots $(BOOTS) --jobs $(JOBS) $(RUNNER_OPTS)
+
+variant: deps
+	@$(LAB) variant add "$(NAME)" --from "$(FROM)"
+
+mail: deps
+	@$(LAB) mail --name "$(NAME)" $(if $(VARIANT),--variant "$(VARIANT)")
 
 compare: deps
 	@$(LAB) compare $(MATRIX) --runner $(RUNNER)

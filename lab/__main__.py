@@ -92,6 +92,21 @@ def cmd_compare(args) -> int:
     return _report(args, root, names, scens)
 
 
+def cmd_variant_add(args) -> int:
+    from . import series
+    folder = series.add(args.name, args.from_, args.source)
+    print(f"{folder}: {len(variants.load(folder).patches)} patch(es); "
+          f"decide its options in {folder / 'config'}, then `make variants "
+          f"VARIANTS={args.name}`")
+    return 0
+
+
+def cmd_mail(args) -> int:
+    from . import mail
+    print(mail.write(mail.find_report(args.name), args.variant))
+    return 0
+
+
 def cmd_lava_local(args) -> int:
     from .runners.lava import local
     if args.action == "up":
@@ -222,6 +237,28 @@ def parse_args(argv):
     f.add_argument("--table-only", action="store_true",
                    help="write the table from existing runs only")
     f.set_defaults(func=cmd_fidelity, name="fidelity")
+
+    va = sub.add_parser(
+        "variant", help="add a variant from a posted series",
+        description="Write variants/NAME/ from a series: an mbox, a "
+        "folder of patch files, or a Message-ID (fetched with b4).  The "
+        "series must apply to the packaged source; nothing is written "
+        "otherwise.")
+    va.add_argument("action", choices=("add",))
+    va.add_argument("name")
+    va.add_argument("--from", dest="from_", required=True,
+                    metavar="SERIES", help="mbox, folder or Message-ID")
+    va.add_argument("--source", default=paths.GENERATION,
+                    help="source generation (default %(default)s)")
+    va.set_defaults(func=cmd_variant_add)
+
+    ml = sub.add_parser(
+        "mail", help="write a report as a reply to the list (reply.eml)")
+    ml.add_argument("--name", required=True,
+                    help="report: reports/<date>-<name> (the newest)")
+    ml.add_argument("--variant", default="",
+                    help="the variant whose series to answer")
+    ml.set_defaults(func=cmd_mail)
 
     ll = sub.add_parser(
         "lava-local", help="start or stop a LAVA instance on this machine",

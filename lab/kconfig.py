@@ -12,6 +12,9 @@ from pathlib import Path
 from .log import LabError
 
 SET_RE = re.compile(r"^(CONFIG_[A-Za-z0-9_]+)=(.*)$")
+# What `lab variant add` writes for an option a series adds: the user
+# decides, and no build starts until they have.
+UNDECIDED = "decide"
 UNSET_RE = re.compile(r"^# (CONFIG_[A-Za-z0-9_]+) is not set$")
 
 
@@ -41,6 +44,10 @@ def parse_fragment(path: Path) -> list:
             opt, val = m.group(1), m.group(2)
             if val == "":
                 raise LabError(f"{where}: {opt} has no value")
+            if val == UNDECIDED:
+                raise LabError(f"{where}: {opt}={UNDECIDED}: the series "
+                               f"adds this option; set it to y, n or a "
+                               f"value")
         if opt in seen:
             raise LabError(f"{where}: {opt} already set on line {seen[opt]}")
         seen[opt] = lineno

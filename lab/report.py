@@ -592,6 +592,7 @@ def write(root: Path, out: Path, descriptions: dict, command: str,
     traces = report_traces.analyse(runs)
     a = analyse(runs, traces, busy=set(busy))
     a["traces"] = traces
+    a["command"] = command
     out.mkdir(parents=True, exist_ok=True)
     (out / "data").mkdir(exist_ok=True)
     for r in runs:

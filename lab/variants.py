@@ -8,6 +8,8 @@ optionally `variant.conf` (what it is built from and how it boots) and
     role    = proposal     or reference (what upstream or -rt did)
     kernel  = baseline     boot that variant's kernel, build none of its own
     default = yes          in the default matrix (`make lab` without VARIANTS)
+    message_id = <...>     the posted series it comes from (`lab variant
+    subject = [PATCH ...]  add` writes both; `lab mail` replies to it)
 
 Adding a variant is making such a folder; nothing else names variants.
 """
@@ -23,7 +25,8 @@ NAME_RE = re.compile(r"^[a-z0-9][a-z0-9.+_-]*$")
 REQUIRED = ("series", "config", "README.md")
 CONF = "variant.conf"
 CONF_DEFAULTS = {"source": "6.1", "append": "", "role": "proposal",
-                 "kernel": "", "default": "yes"}
+                 "kernel": "", "default": "yes", "message_id": "",
+                 "subject": ""}
 CONF_CHOICES = {"role": ("proposal", "reference"),
                 "default": ("yes", "no")}
 SOURCE_RE = re.compile(r"^\d+\.\d+$")

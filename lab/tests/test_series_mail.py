@@ -1,0 +1,174 @@
+"""From a posted series to a variant, and from a report to a reply."""
+import email
+import email.policy
+import json
+import re
+import subprocess
+
+import pytest
+
+from lab import kconfig, mail, paths, series, source
+from lab.log import LabError
+
+AUTHOR = ["-c", "user.name=Ann Dev", "-c", "user.email=ann@example.org"]
+
+
+def git(repo, *args):
+    subprocess.run(["git", "-C", str(repo), *AUTHOR, *args], check=True,
+                   capture_output=True, text=True)
+
+
+def make_series(tmp_path, files: dict, edits: list) -> str:
+    """A series as `git format-patch --cover-letter --stdout` writes it:
+    `files` is the base, each of `edits` (path, old, new, subject) one
+    patch.  Returns the mbox text."""
+    repo = tmp_path / "repo"
+    for rel, text in files.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    for rel, old, new, subject in edits:
+        path = repo / rel
+        path.write_text(path.read_text().replace(old, new, 1))
+        git(repo, "commit", "-q", "-a", "-m",
+            f"{subject}\n\nWhy.\n\nSigned-off-by: Ann Dev <ann@example.org>")
+    out = subprocess.run(
+        ["git", "-C", str(repo), *AUTHOR, "format-patch", "--stdout",
+         "--cover-letter", "--thread", f"-{len(edits)}"],
+        check=True, capture_output=True, text=True).stdout
+    return out.replace("*** SUBJECT HERE ***", "softirq: two steps") \
+        .replace("*** BLURB HERE ***", "A series for the lab's test.")
+
+
+TOY = {"kernel/Kconfig.x": "config OLD\n\tbool\n", "kernel/x.c": "int x;\n"}
+TOY_EDITS = [("kernel/Kconfig.x", "config OLD\n",
+              "config OLD\n\tbool\n\nconfig LAB_NEW\n\tbool \"new\"\n",
+              "x: add LAB_NEW"),
+             ("kernel/x.c", "int x;\n", "int x = 1;\n", "x: set x")]
+
+
+def test_a_series_is_checked_before_anything_is_written(tmp_path):
+    root = tmp_path / "variants"
+    (root / "taken").mkdir(parents=True)
+    text = make_series(tmp_path, TOY, TOY_EDITS)
+    with pytest.raises(LabError, match="variant 'taken' exists already"):
+        series.add("taken", str(tmp_path), root=root)
+    prose = tmp_path / "notes.txt"
+    prose.write_text("Just some notes, no mail in here.\n")
+    with pytest.raises(LabError, match="notes.txt: no patch mail in it"):
+        series.add("prose", str(prose), root=root)
+    # patch 1/2 left out: the gap is named
+    cover, _, second = re.split(r"(?m)^(?=From [0-9a-f]{40} )", text)[1:]
+    cut = tmp_path / "cut.mbox"
+    cut.write_text(cover + second)
+    with pytest.raises(LabError, match=r"cut.mbox: patch 1/2 missing"):
+        series.add("cut", str(cut), root=root)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(LabError, match="no \\*.patch files"):
+        series.add("empty", str(empty), root=root)
+    assert sorted(p.name for p in root.iterdir()) == ["taken"]
+
+
+def test_an_undecided_option_stops_the_build(tmp_path):
+    frag = tmp_path / "config"
+    frag.write_text("# from the series\nCONFIG_LAB_NEW=decide\n")
+    with pytest.raises(LabError, match=r"config:2: CONFIG_LAB_NEW=decide: "
+                       r"the series adds this option"):
+        kconfig.parse_fragment(frag)
+
+
+@pytest.mark.guest
+def test_a_posted_series_becomes_a_variant_that_applies(tmp_path):
+    """A two-patch series with a cover letter and a Kconfig option,
+    written against the packaged tree's own files, becomes a variant;
+    its options wait for a decision."""
+    repo, _, _ = source.unpacked_source()
+    files = {rel: (repo / rel).read_text()
+             for rel in ("init/Kconfig", "kernel/softirq.c")}
+    edits = [("init/Kconfig", "config SYSFS_DEPRECATED\n",
+              "config LAB_TEST_OPTION\n\tbool \"for the lab's test\"\n\n"
+              "config SYSFS_DEPRECATED\n", "init: add LAB_TEST_OPTION"),
+             ("kernel/softirq.c", "#define MAX_SOFTIRQ_RESTART 10\n",
+              "#define MAX_SOFTIRQ_RESTART 10 /* lab test */\n",
+              "softirq: note the restart limit")]
+    mbox = tmp_path / "series.mbox"
+    mbox.write_text(make_series(tmp_path, files, edits))
+    root = tmp_path / "variants"
+    root.mkdir()
+    folder = series.add("from-mbox", str(mbox), root=root)
+    names = (folder / "series").read_text().split("\n")
+    patches = [n for n in names if n.endswith(".patch")]
+    assert patches[0].startswith("0001-init-add-LAB_TEST_OPTION")
+    assert len(patches) == 2
+    assert "CONFIG_LAB_TEST_OPTION=decide" in (folder / "config").read_text()
+    readme = (folder / "README.md").read_text()
+    assert "[PATCH 0/2] softirq: two steps" in readme
+    assert "A series for the lab's test." in readme
+    conf = (folder / "variant.conf").read_text()
+    assert "message_id = cover." in conf
+    # a series that does not apply: patch, file and hunk named
+    bad = tmp_path / "bad.mbox"
+    bad.write_text(mbox.read_text().replace(
+        "#define MAX_SOFTIRQ_RESTART 10\n", "#define MAX_SOFTIRQ_RESTART 11\n"))
+    with pytest.raises(LabError, match=r"patch 2/2 .* does not apply .* "
+                       r"kernel/softirq.c hunk #1"):
+        series.add("from-bad", str(bad), root=root)
+    assert not (root / "from-bad").exists()
+
+
+def fake_report(tmp_path, monkeypatch, message_id=""):
+    reports, vroot = tmp_path / "reports", tmp_path / "variants"
+    folder = reports / "2026-12-04-mine"
+    (folder / "data").mkdir(parents=True)
+    (folder / "report.txt").write_text(
+        "softirq-rt lab: baseline vs mine\n\nSummary\n  mine lower in "
+        "long-block x0.01.\n")
+    (folder / "data" / "analysis.json").write_text(json.dumps(
+        {"variants": ["baseline", "mine"],
+         "command": "python3 -m lab run --variants baseline,mine "
+                    "--scenarios idle,long-block,short-storm,fs-noise "
+                    "--boots 5 --name mine"}))
+    for name in ("baseline", "mine"):
+        (vroot / name).mkdir(parents=True)
+        for f in ("series", "config", "README.md"):
+            (vroot / name / f).write_text("")
+    if message_id:
+        (vroot / "mine" / "variant.conf").write_text(
+            f"message_id = {message_id}\n"
+            f"subject = [PATCH 0/2] softirq: two steps\n")
+    monkeypatch.setattr(paths, "REPO", tmp_path)
+    monkeypatch.setattr(paths, "VARIANTS_DIR", vroot)
+    return folder
+
+
+def test_a_report_becomes_a_reply_to_its_series(tmp_path, monkeypatch):
+    fake_report(tmp_path, monkeypatch, "cover.1.git.ann@example.org")
+    out = mail.write(mail.find_report("mine"))
+    assert out.name == "reply.eml"
+    raw = out.read_bytes()
+    msg = email.message_from_bytes(raw, policy=email.policy.default)
+    assert msg["Subject"] == "Re: [PATCH 0/2] softirq: two steps"
+    assert msg["In-Reply-To"] == "<cover.1.git.ann@example.org>"
+    assert msg["References"] == "<cover.1.git.ann@example.org>"
+    body = msg.get_content()
+    assert "mine lower in long-block x0.01." in body
+    # the command pastes whole: cut at spaces, lines joined by "\\"
+    assert "--variants baseline,mine --scenarios " \
+        "idle,long-block,short-storm,fs-noise --boots 5 --name mine" in \
+        body.replace(" \\\n    ", " ")
+    assert max(len(x) for x in raw.decode().splitlines()) <= 72
+
+
+def test_a_report_without_a_series_is_a_new_thread(tmp_path, monkeypatch):
+    folder = fake_report(tmp_path, monkeypatch)
+    msg = email.message_from_bytes(mail.write(folder).read_bytes(),
+                                   policy=email.policy.default)
+    assert msg["Subject"] == "softirq-rt lab: 2026-12-04-mine"
+    assert msg["In-Reply-To"] is None
+    with pytest.raises(LabError, match="no report named 'other'"):
+        mail.find_report("other")
+    with pytest.raises(LabError, match="'zijlstra' is not in this report"):
+        mail.write(folder, "zijlstra")
