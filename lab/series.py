@@ -96,6 +96,19 @@ def as_mbox(folder: Path, out: Path) -> Path:
     return out
 
 
+def unfolded(path: Path, out: Path) -> Path:
+    """The mbox with every header on one line: b4 0.12 fails on a folded
+    From: (git format-patch folds a long name and address)."""
+    box = mailbox.mbox(str(out))
+    for msg in mailbox.mbox(str(path), create=False):
+        for name, value in msg.items():
+            if "\n" in value:
+                msg.replace_header(name, " ".join(value.split()))
+        box.add(msg)
+    box.flush()
+    return out
+
+
 def b4_am(series: str, outdir: Path) -> tuple:
     """b4 am on a local mbox or a Message-ID: (.mbx, .cover or None)."""
     outdir.mkdir(parents=True, exist_ok=True)
@@ -208,6 +221,7 @@ def add(name: str, series: str, generation: str = paths.GENERATION,
             series = str(as_mbox(given, tmp / "series.mbox"))
         if local:
             check_mbox(Path(series), str(given))
+            series = str(unfolded(Path(series), tmp / "unfolded.mbox"))
         info(f"variant {name}: b4 am {given}")
         mbx, cover_file = b4_am(series, tmp / "b4")
         checked = check_mbox(mbx, f"{given} (as b4 ordered it)")
