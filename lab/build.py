@@ -256,6 +256,9 @@ def build(variant: Variant, index: int = 1, total: int = 1,
     A variant that boots another's kernel (variant.conf `kernel`) gets
     that kernel, built as the other's."""
     own = variant.kernel_variant()
+    if own is not variant:
+        info(f"variant {index}/{total} {variant.name}: boots {own.name}'s "
+             f"kernel")
     repo, digest, version = source.unpacked_source(own.tarball, own.source)
     with locked(repo.name):
         built = _build(own, repo, digest, version, index, total, force)
