@@ -34,7 +34,8 @@ def run_in_guest(plan, variant, built, accel, test, env=None, timeout=300):
     run_dir = paths.BUILD_DIR / "test-runs" / test / variant.name
     initrd = initrd_for(variant, built)
     record = boot.run_plan(built[variant.name], PLANS / plan, run_dir,
-                           accel, timeout=timeout, initrd=initrd, env=env)
+                           accel, timeout=timeout, initrd=initrd, env=env,
+                           append=variant.append)
     assert record["status"] == "ok", record["reason"]
     return run_dir
 
@@ -114,6 +115,7 @@ def test_long_handler_wakeup(name, vector, all_variants, built, accel):
     moved = s["moved"] / s["n"]
     seen = (f"{name} {vector}: median {s['median_us']:.0f} us, "
             f"moved {moved:.0%}")
+    print(seen)         # the measurement, for expect files (pytest -s)
     assert moved <= want.get("moved_max", 1), seen
     assert moved >= want.get("moved_min", 0), seen
     assert s["median_us"] >= want.get("median_min_us", 0), seen
@@ -146,6 +148,7 @@ def test_short_storm_stops_after_one_vector(name, all_variants, built,
     deferred = tasklet["ksoftirqd"] / tasklet["runs"]
     seen = (f"{name}: median {s['median_us']} us, "
             f"TASKLET in ksoftirqd {deferred:.0%}")
+    print(seen)         # the measurement, for expect files (pytest -s)
     assert s["moved"] == 0, seen
     assert s["median_us"] >= want.get("median_min_us", 0), seen
     assert deferred >= want.get("deferred_min", 0), seen
