@@ -118,11 +118,11 @@ def agreement_line(t: dict) -> list:
     return _wrap(
         f"Traces agree with cyclictest sample for sample in {agreed} of "
         f"{agreed + failed} traced runs (windows number the samples "
-        f"within 2%; {trace.AGREE_SHARE:.0%} of samples within 5% or "
-        f"{trace.SAMPLE_US} us of "
-        f"their window; max and p99 within 5% or {trace.AGREE_US} us); "
-        f"a run that does not agree is named below and its causes are "
-        f"not used.")
+        f"within 2%; {trace.AGREE_SHARE:.0%} of samples inside their "
+        f"window, from the switch-in to the next sleep, +-"
+        f"{trace.AGREE_US} us; cyclictest's max and p99 inside the "
+        f"windows' within 5% or {trace.AGREE_US} us); a run that does "
+        f"not agree is named below and its causes are not used.")
 
 
 def text(t: dict, variants: list, scenarios: list) -> list:
