@@ -20,7 +20,10 @@ from . import paths, variants
 from .log import LabError
 from .textfmt import WIDTH
 
-POLICY = email.policy.default.clone(max_line_length=WIDTH)
+# Headers are not folded: a Message-ID is one token, and folding one
+# longer than a line encodes it beyond a mail client's threading.  The
+# body is wrapped to WIDTH here.
+POLICY = email.policy.default.clone(max_line_length=None)
 
 
 def find_report(name: str) -> Path:

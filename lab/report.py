@@ -320,13 +320,20 @@ def _n(count: int, word: str) -> str:
     return f"{count} {word}" + ("" if count == 1 else "s")
 
 
+def _name_width(a: dict) -> int:
+    """The variant column: 10, or wider for a longer name."""
+    return max([10] + [len(v) + 1 for v in a["variants"]])
+
+
 def _cell_rows(a: dict, scen: str) -> list:
-    out = [f"  {'variant':<10}{'p99 per boot (us)':<28}"
-           f"{'>1ms':>6}{'missed':>7}  p99 vs base"]
+    n = _name_width(a)
+    head = f"  {'variant':<{n}}{'p99 per boot (us)':<28}{'>1ms':>6}" \
+        f"{'missed':>7}  p99 vs base"
+    out = [head if len(head) <= WIDTH else head.replace("p99 vs", "vs")]
     for var in a["variants"]:
         c = a["cells"].get(f"{scen}/{var}")
         if not c or not c["boots"]:
-            out.append(f"  {var:<10}no finished run with free threads")
+            out.append(f"  {var:<{n}}no finished run with free threads")
             continue
         pb = c["per_boot"]
         vals = " ".join(fmt_us(v) for v in pb["p99"])
@@ -334,9 +341,9 @@ def _cell_rows(a: dict, scen: str) -> list:
         missed = _median_pct(pb["missed"])
         vs = c.get("vs_baseline", {}).get("p99")
         word = _verdict_word(vs)
-        row = f"  {var:<10}{vals:<28}{over:>6}{missed:>7}  {word}".rstrip()
+        row = f"  {var:<{n}}{vals:<28}{over:>6}{missed:>7}  {word}".rstrip()
         if len(row) > WIDTH or len(vals) > 27:
-            out.append(f"  {var:<10}{'':<28}{over:>6}{missed:>7}  "
+            out.append(f"  {var:<{n}}{'':<28}{over:>6}{missed:>7}  "
                        f"{word}".rstrip())
             out += _wrap(vals, "      ")
         else:
@@ -456,8 +463,9 @@ def _probe_rows(a: dict, scen: str) -> list:
     out = _wrap("probe, RT task woken inside the handler" + (
         ", pinned to CPU0" if pinned else "") + " (wake-ups issued in "
         "time):", "  ")
+    n = _name_width(a)
     for var, p in rows:
-        out.append(f"  {var:<10}median {fmt_us(p['median_us'])}, p99 "
+        out.append(f"  {var:<{n}}median {fmt_us(p['median_us'])}, p99 "
                    f"{fmt_us(p['p99_us'])}, moved {p['moved'] * 100:.0f}% "
                    f"({p['valid']}/{p['samples']})")
     return out

@@ -331,3 +331,15 @@ def test_a_damaged_run_is_left_out_with_its_name(tmp_path, capsys):
     assert f"{bad}: left out, unreadable" in err
     a = json.loads((tmp_path / "rep" / "data" / "analysis.json").read_text())
     assert a["cells"]["idle/baseline"]["boots"] == [1]
+
+
+def test_a_long_variant_name_keeps_the_table_aligned():
+    cell = {"boots": [1], "pinned_boots": [],
+            "per_boot": {"p99": [4215.0, 4652.0, 5008.0, 4147.0, 4173.0],
+                         "over_1ms": [0.06], "missed": [0.2]}}
+    a = {"variants": ["baseline", "stultz-placement"],
+         "cells": {"s/baseline": cell, "s/stultz-placement": cell}}
+    rows = report._cell_rows(a, "s")
+    assert all(len(r) <= 72 for r in rows), rows
+    assert rows[1].startswith("  baseline         4215")
+    assert rows[2].startswith("  stultz-placement 4215")
