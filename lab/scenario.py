@@ -14,6 +14,8 @@
                                            over this many us)
     timerlat    = 1000                    (rtla timerlat phase, stopped and
                                            auto-analysed at this many us)
+    default     = no                      (not in the default matrix:
+                                           SCENARIOS=name or all runs it)
 
 A scenario is data: adding one is adding a file.  Every mistake is
 reported with the file and line at fault, before anything starts.
@@ -33,7 +35,7 @@ SCENARIO_DIR = paths.REPO / "common" / "scenarios"
 SUFFIX = ".scenario"
 KEYS = {"description", "duration", "cyclictest", "module", "background",
         "disk", "probe", "probe_module", "append", "trace", "pin",
-        "both_busy", "timerlat"}
+        "both_busy", "timerlat", "default"}
 REPEATABLE = {"background"}
 # cyclictest options the lab sets itself: duration, histogram, output, and
 # never -a (pinned threads hide the placement effect under test).
@@ -70,6 +72,8 @@ class Scenario:
     # Both vCPUs busy: under icount one waits while the other runs; the
     # null control null-hog measures what that costs (README "Fidelity").
     both_busy: bool = False
+    # in the default matrix (`make lab` without SCENARIOS)
+    default: bool = True
 
     @property
     def digest(self) -> str:
@@ -175,9 +179,9 @@ def parse(path: Path) -> Scenario:
             _check_cyclictest(value, where)
         elif key == "append":
             _check_append(value, where)
-        elif key == "both_busy":
+        elif key in ("both_busy", "default"):
             if value not in ("yes", "no"):
-                raise LabError(f"{where}: both_busy must be yes or no, got "
+                raise LabError(f"{where}: {key} must be yes or no, got "
                                f"{value!r}")
             value = value == "yes"
         values[key] = value
@@ -196,12 +200,15 @@ def discover(root: Path = None) -> list:
 
 
 def select(names: str = "", root: Path = None) -> list:
-    """Scenarios named in a comma/space separated list, or all of them.
+    """Scenarios named in a comma/space separated list; none named, the
+    default matrix's (`default = no` leaves one out); "all", every one.
 
     A name ending in .scenario is a file anywhere, so a user can try a
     load of their own without adding it to common/scenarios.
     """
     if not names.strip():
+        return [s for s in discover(root) if s.default]
+    if names.strip() == "all":
         return discover(root)
     every, chosen = None, []
     for word in re.split(r"[,\s]+", names.strip()):

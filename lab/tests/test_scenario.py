@@ -152,3 +152,17 @@ def test_threads_placed_as_the_scenario_asked(tmp_path):
     (tmp_path / "affinity.txt").write_text("41 0-1\n42 0-1\n")
     assert results.affinity(tmp_path, "")["as_asked"]
     assert not results.affinity(tmp_path, 0)["as_asked"]
+
+
+def test_a_scenario_can_stay_out_of_the_default_matrix(tmp_path):
+    (tmp_path / "a.scenario").write_text("description = a\nduration = 1\n")
+    (tmp_path / "b.scenario").write_text(
+        "description = b\nduration = 1\ndefault = no\n")
+    assert [s.name for s in scenario.select("", tmp_path)] == ["a"]
+    assert [s.name for s in scenario.select("all", tmp_path)] == ["a", "b"]
+    assert [s.name for s in scenario.select("b", tmp_path)] == ["b"]
+    (tmp_path / "c.scenario").write_text(
+        "description = c\nduration = 1\ndefault = maybe\n")
+    with pytest.raises(LabError, match=r"c.scenario:3: default must be yes "
+                       r"or no"):
+        scenario.select("c", tmp_path)
