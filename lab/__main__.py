@@ -68,7 +68,7 @@ def cmd_run(args) -> int:
     # baseline first, wherever it was named: the others compare with it;
     # unnamed, the default matrix (variant.conf `default`)
     chosen = sorted(variants.select(args.variants) if args.variants else
-                    [v for v in variants.discover() if v.in_default_matrix],
+                    variants.default_matrix(),
                     key=lambda v: v.name != "baseline")
     scens = scenario.select(args.scenarios)
     if chosen[0].name != "baseline":
@@ -162,7 +162,8 @@ def parse_args(argv):
 
     def with_variants(sp):
         sp.add_argument("--variants", default="",
-                        help="comma-separated names (default: all)")
+                        help="comma-separated names, or all (default: "
+                        "all; for run, the default matrix)")
         return sp
 
     b = with_variants(sub.add_parser(
@@ -185,7 +186,8 @@ def parse_args(argv):
     def with_matrix(sp):
         with_variants(sp)
         sp.add_argument("--scenarios", default="",
-                        help="comma-separated names (default: all)")
+                        help="comma-separated names, or all (default: the "
+                        "default matrix's)")
         sp.add_argument("--results", default="",
                         help="results folder (default: build/results, "
                         "build/results-lava for --runner lava)")

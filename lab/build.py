@@ -83,6 +83,13 @@ def _worktree(repo: Path, tree: Path = None) -> Path:
     return tree
 
 
+def scratch_tree(repo: Path) -> Path:
+    """The worktree beside the build tree where series are applied with
+    git am (checkout_series, and `lab variant add`'s check)."""
+    return _worktree(repo,
+                     paths.cache_dir() / "trees" / f"{repo.name}-series")
+
+
 def checkout_series(variant: Variant, tree: Path) -> None:
     """Bring the build tree to the variant's series, rewriting only the
     files that differ from what it holds now.
@@ -96,8 +103,7 @@ def checkout_series(variant: Variant, tree: Path) -> None:
     kbuild recompile 40% of the kernel).
     """
     common = source.git(tree, "rev-parse", "--git-common-dir").stdout
-    scratch = _worktree((tree / common.strip()).resolve().parent,
-                        tree.with_name(tree.name + "-series"))
+    scratch = scratch_tree((tree / common.strip()).resolve().parent)
     apply_series(variant, scratch)
     commit = source.git(scratch, "rev-parse", "HEAD").stdout.strip()
     _tree_mark(tree).unlink(missing_ok=True)

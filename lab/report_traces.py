@@ -129,12 +129,12 @@ def text(t: dict, variants: list, scenarios: list) -> list:
     """The full cause table and the tracing overhead (for report.md)."""
     if not t:
         return []
-    out = [""] + agreement_line(t) + [""] + _wrap("Cause of the worst-case latency (traced run of "
-                       "cyclictest under the same load; each sample from "
-                       "the expiry its timer was set for to the thread's "
-                       "next sleep; "
-                       "every sample over the threshold counted by "
-                       "cause, the worst three per cell in full):")
+    out = [""] + agreement_line(t) + [""]
+    out += _wrap("Cause of the worst-case latency (traced run of "
+                 "cyclictest under the same load; each sample from the "
+                 "expiry its timer was set for to the thread's next "
+                 "sleep; every sample over the threshold counted by "
+                 "cause, the worst three per cell in full):")
     for scen in scenarios:
         rows = [(v, t[f"{scen}/{v}"]) for v in variants
                 if f"{scen}/{v}" in t]

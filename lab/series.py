@@ -77,8 +77,8 @@ def check_mbox(path: Path, what: str) -> dict:
             patches[n] = m
     missing = [n for n in range(1, total + 1) if n not in patches]
     if missing:
-        raise LabError(f"{what}: patch {', '.join(f'{n}/{total}' for n in missing)} "
-                       f"missing from the series")
+        gaps = ", ".join(f"{n}/{total}" for n in missing)
+        raise LabError(f"{what}: patch {gaps} missing from the series")
     return {"patches": patches, "cover": cover, "total": total}
 
 
@@ -151,8 +151,7 @@ def apply_and_export(name: str, patches: list, generation: str,
     repo, _, version = source.unpacked_source(
         paths.packaged_tarball(generation), generation)
     with build.locked(repo.name):
-        scratch = build._worktree(repo, paths.cache_dir() / "trees" /
-                                  f"{repo.name}-series")
+        scratch = build.scratch_tree(repo)
         probe = variants.Variant(name, out, tuple(patches))
         try:
             build.apply_series(probe, scratch)

@@ -10,7 +10,7 @@ import dataclasses
 import os
 from dataclasses import dataclass
 
-from . import qemu, qemubuild
+from . import qemu, qemubuild, trace
 from .log import LabError
 from .variants import pick
 
@@ -31,7 +31,8 @@ class Setting:
         ran longer: a hard irq that did was a vCPU the emulator did not
         run (README.md, "Fidelity").  The lab's QEMU runs each vCPU at
         least every 20 us, and KVM runs it on a real CPU."""
-        return None if self.lab_qemu or self.accel == "kvm" else 500
+        return None if self.lab_qemu or self.accel == "kvm" \
+            else trace.STALL_US
 
     def to_accel(self) -> qemu.Accel:
         args = ["-accel", self.accel]

@@ -45,9 +45,9 @@ SWITCH = re.compile(r"(?P<prev_comm>.+?):(?P<prev_pid>\d+) \[-?\d+\] "
 # (local timer, reschedule and function-call IPIs).
 HARD_IRQS = ("irq_handler", "local_timer", "reschedule",
              "call_function_single")
-# A hard irq longer than this is a vCPU the emulator did not run: the
-# emulation setting says (lab/settings.py); this is for runs recorded
-# before run.json said, all under Debian's QEMU.
+# A hard irq longer than this is a vCPU the emulator did not run, under
+# Debian's QEMU: the settings that can stall declare it (lab/settings.py),
+# and runs recorded before run.json said so were all in that QEMU.
 STALL_US = 500
 STALLED = "vCPU stalled in an interrupt"
 # Shares that mean the emulator did not run the vCPU (see _cause); "no

@@ -219,6 +219,11 @@ def discover(root: Path = None) -> list:
     return found
 
 
+def default_matrix(root: Path = None) -> list:
+    """The variants `make lab` runs when none are named."""
+    return [v for v in discover(root) if v.in_default_matrix]
+
+
 def pick(every: list, names: str, what: str) -> list:
     """The items named in a comma/space separated list, or all of them."""
     if not names.strip():

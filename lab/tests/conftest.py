@@ -15,7 +15,7 @@ def mechanism_variants() -> list:
     from lab import variants
     names = os.environ.get("LAB_TEST_VARIANTS", "")
     chosen = variants.select(names) if names else \
-        [v for v in variants.discover() if v.in_default_matrix]
+        variants.default_matrix()
     return [v.name for v in chosen]
 
 

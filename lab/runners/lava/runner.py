@@ -1,6 +1,6 @@
 """The matrix's runs as LAVA jobs: submit, follow, collect.
 
-Every run not yet finished becomes one job (lab/runners/lava/jobs.py), submitted
+Every run not yet finished becomes one job (jobs.py), submitted
 at once so a LAVA lab with several devices runs them side by side.  The
 run folder's run.json says "running" with the job's id as soon as the
 job exists, so a stopped lab (Ctrl-C, a lost connection) collects the
