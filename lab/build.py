@@ -83,11 +83,12 @@ def _worktree(repo: Path, tree: Path = None) -> Path:
     return tree
 
 
-def scratch_tree(repo: Path) -> Path:
-    """The worktree beside the build tree where series are applied with
-    git am (checkout_series, and `lab variant add`'s check)."""
-    return _worktree(repo,
-                     paths.cache_dir() / "trees" / f"{repo.name}-series")
+def scratch_tree(repo: Path, tree: Path = None) -> Path:
+    """The worktree beside a build tree (by default the one every variant
+    of `repo` is built in) where series are applied with git am
+    (checkout_series, and `lab variant add`'s check)."""
+    tree = tree or paths.cache_dir() / "trees" / repo.name
+    return _worktree(repo, tree.with_name(tree.name + "-series"))
 
 
 def checkout_series(variant: Variant, tree: Path) -> None:
@@ -103,7 +104,7 @@ def checkout_series(variant: Variant, tree: Path) -> None:
     kbuild recompile 40% of the kernel).
     """
     common = source.git(tree, "rev-parse", "--git-common-dir").stdout
-    scratch = scratch_tree((tree / common.strip()).resolve().parent)
+    scratch = scratch_tree((tree / common.strip()).resolve().parent, tree)
     apply_series(variant, scratch)
     commit = source.git(scratch, "rev-parse", "HEAD").stdout.strip()
     _tree_mark(tree).unlink(missing_ok=True)
