@@ -87,6 +87,14 @@ SETTINGS = [
     Setting("icount-3-slice20", "icount-3-fair, and no vCPU runs more "
             "than 20 us before the other's turn", "tcg,icount-slice=20000",
             icount="shift=3,sleep=off", append="maxcpus=1", lab_qemu=True),
+    # The null control's speed-matched twin.  Under icount every vCPU's
+    # instructions advance the one virtual clock, so while CPU1 is busy
+    # CPU0 runs at half speed.  At 16 ns per instruction an idle guest's
+    # CPU0 runs at that same speed with no other vCPU to wait for
+    # (README.md, "Fidelity").
+    Setting("icount-4-slice20", "icount-3-slice20 at half speed (16 ns "
+            "per instruction)", "tcg,icount-slice=20000",
+            icount="shift=4,sleep=off", append="maxcpus=1", lab_qemu=True),
     Setting("kvm", "hardware virtualisation", "kvm"),
 ]
 
