@@ -86,14 +86,17 @@ def analyse(runs: list, traces: dict = None, predicted: dict = None,
     by_cell = defaultdict(list)
     for r in ok:
         by_cell[(r["scenario"], r["variant"])].append(r)
-    variants = sorted({r["variant"] for r in runs},
-                      key=lambda v: (v != "baseline", v))
+    bases = {r["variant"]: base_of(r) for r in runs}
+    # each base, then the variants compared with it; 6.1's first
+    variants = sorted(bases, key=lambda v: (bases[v] != "baseline",
+                                            bases[v], v != bases[v], v))
     scenarios = sorted({r["scenario"] for r in runs},
                        key=lambda s: (s != "idle", s))
     null = [r["boot_values"]["p99"] for r in ok
             if r["scenario"] == NULL_CONTROL and r["variant"] == "baseline"
             and r["affinity"]["as_asked"]]
-    out = {"variants": variants, "scenarios": scenarios, "cells": {},
+    out = {"variants": variants, "bases": bases, "scenarios": scenarios,
+           "cells": {},
            "probe_args": {r["scenario"]: r.get("plan_env", {}).get(
                "PROBE_ARGS", "") for r in ok},
            "withheld": {s: w for s in scenarios
@@ -124,8 +127,14 @@ def analyse(runs: list, traces: dict = None, predicted: dict = None,
         out["cells"][f"{scen}/{var}"] = c
     for key, c in out["cells"].items():
         scen, var = key.split("/")
-        base = out["cells"].get(f"{scen}/baseline")
-        if var == "baseline" or not base:
+        if var == bases[var]:
+            across = out["cells"].get(f"{scen}/baseline")
+            if var != "baseline" and across:
+                c["vs_other_generation"] = stats.compare(
+                    c["per_boot"]["p99"], across["per_boot"]["p99"])
+            continue
+        base = out["cells"].get(f"{scen}/{bases[var]}")
+        if not base:
             continue
         vs = {m: stats.compare(c["per_boot"][m], base["per_boot"][m])
               for m in BOOT_METRICS}
@@ -144,6 +153,12 @@ def analyse(runs: list, traces: dict = None, predicted: dict = None,
 
 
 BOOT_METRICS = [m.name for m in metrics.LATENCY]
+
+
+def base_of(run: dict) -> str:
+    """The variant a run's variant is compared with (variant.conf `base`;
+    runs from before the key existed were all compared with baseline)."""
+    return run.get("variant_conf", {}).get("base", "baseline")
 
 
 def shown_verdict(cmp: dict, withheld_reason) -> str:
@@ -246,13 +261,13 @@ def _setup_lines(runs: list, a: dict, descriptions: dict) -> list:
     return out
 
 
-def _by_scenario(pairs: list, variants: list) -> str:
+def _by_scenario(pairs: list, variants: list, bases=()) -> str:
     """'long-block (zijlstra), idle' from (variant, scenario) pairs: a
     scenario without a list holds for every compared variant."""
     per = defaultdict(list)
     for var, scen in pairs:
         per[scen].append(var)
-    others = [v for v in variants if v != "baseline"]
+    others = [v for v in variants if v not in ("baseline", *bases)]
     return ", ".join(scen if sorted(vs) == sorted(others) else
                      f"{scen} ({', '.join(vs)})" for scen, vs in per.items())
 
@@ -294,8 +309,8 @@ def _summary(runs: list, a: dict) -> list:
         # whole within its lines
         lines.append(f"No difference detected in {others} (n.s. below).")
     if few:
-        lines.append("Too few boots: " + _by_scenario(few, a["variants"])
-                     + ".")
+        lines.append("Too few boots: " + _by_scenario(
+            few, a["variants"], set(a["bases"].values())) + ".")
     if a["withheld"]:
         lines.append("Withheld (emulator): " + ", ".join(a["withheld"])
                      + ".")
@@ -378,9 +393,24 @@ def _verdict_word(vs) -> str:
     return f"{vs['shown']} x{vs['ratio']:.2f}"
 
 
+def _bases_text(a: dict) -> str:
+    per = defaultdict(list)
+    for var, base in a["bases"].items():
+        if var != base:
+            per[base].append(var)
+    return "; ".join(f"{b} for {', '.join(sorted(vs))}"
+                     for b, vs in sorted(per.items())) or "none compared"
+
+
 def _detail(a: dict, scen: str) -> list:
     out = []
     for var in a["variants"]:
+        gen = a["cells"].get(f"{scen}/{var}", {}).get("vs_other_generation")
+        if gen:
+            out += _wrap(f"{var} against baseline, across source "
+                         f"generations (not like for like): p99 "
+                         f"{_verdict_word(dict(gen, shown=gen['verdict']))}"
+                         f".", "    ")
         vs = a["cells"].get(f"{scen}/{var}", {}).get("vs_baseline", {})
         p = vs.get("p99")
         if p and p["shown"] == "withheld" and p["verdict"] not in (
@@ -411,7 +441,9 @@ def text_report(runs: list, a: dict, descriptions: dict) -> str:
     out += _summary(runs, a)
     out += ["", "Setup"] + _setup_lines(runs, a, descriptions)
     out += ["", "Rules"] + _wrap(
-        f"Verdicts compare per-boot values with baseline's: a one-sided "
+        f"Verdicts compare per-boot values with the base's (the "
+        f"unpatched kernel of the variant's own source generation: "
+        f"{_bases_text(a)}): a one-sided "
         f"exact permutation test of ranks (Mann-Whitney), p < "
         f"{stats.ALPHA}; medians {stats.RATIO}x apart or more; and a "
         f"Hodges-Lehmann shift larger than the larger boots' spread "
@@ -423,7 +455,7 @@ def text_report(runs: list, a: dict, descriptions: dict) -> str:
         f"{fmt_us(NULL_LIMIT_US)} us, or traces that agree with "
         f"cyclictest blame the emulator for its worst cases. 'withheld "
         f"(spread)': significant, but the shift is within the boots' "
-        f"spread. 'too few (base n)': baseline has n boots. "
+        f"spread. 'too few (base n)': the base has n boots. "
         f">1ms and missed (periods cyclictest skipped, of those due) are "
         f"medians over boots. Latencies in microseconds.", "  ")
     for scen in a["scenarios"]:

@@ -85,7 +85,8 @@ def summarize(run_dir: Path) -> dict:
            "cpus": record.get("cpus", 2),
            "seconds": record.get("seconds", 0),
            "plan_env": record.get("plan_env", {}),
-           "kernel": record["kernel"], "qemu": record["qemu"]}
+           "kernel": record["kernel"], "qemu": record["qemu"],
+           "variant_conf": record.get("variant_conf", {})}
     if record["status"] != "ok":
         return out
     ct = json.loads((run_dir / "cyclictest.json").read_text())

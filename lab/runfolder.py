@@ -177,9 +177,10 @@ def finished(run_dir: Path, kernel_hash: str, scenario_digest: str,
         record = store.read_json(run_dir / "run.json")
     except (OSError, ValueError):
         return False
-    # folders from before run.json had it: the variant had no variant.conf
-    ran_as = record.get("variant_conf", dict(
-        variants.CONF_DEFAULTS, name=record.get("variant")))
+    # A key missing from the record (folders from before run.json had
+    # variant.conf, or before that key existed) had its default value.
+    ran_as = dict(variants.CONF_DEFAULTS, name=record.get("variant"),
+                  **record.get("variant_conf", {}))
     if variant_conf is not None and ran_as != variant_conf:
         return False
     if accel is not None:

@@ -8,6 +8,8 @@ optionally `variant.conf` (what it is built from and how it boots) and
     role    = proposal     or reference (what upstream or -rt did)
     kernel  = baseline     boot that variant's kernel, build none of its own
     default = yes          in the default matrix (`make lab` without VARIANTS)
+    base    = baseline     the variant of the same source this one is
+                           compared with; a base names itself
     message_id = <...>     the posted series it comes from (`lab variant
     subject = [PATCH ...]  add` writes both; `lab mail` replies to it)
 
@@ -25,8 +27,8 @@ NAME_RE = re.compile(r"^[a-z0-9][a-z0-9.+_-]*$")
 REQUIRED = ("series", "config", "README.md")
 CONF = "variant.conf"
 CONF_DEFAULTS = {"source": "6.1", "append": "", "role": "proposal",
-                 "kernel": "", "default": "yes", "message_id": "",
-                 "subject": ""}
+                 "kernel": "", "default": "yes", "base": "baseline",
+                 "message_id": "", "subject": ""}
 CONF_CHOICES = {"role": ("proposal", "reference"),
                 "default": ("yes", "no")}
 SOURCE_RE = re.compile(r"^\d+\.\d+$")
@@ -58,6 +60,11 @@ class Variant:
     @property
     def append(self) -> str:
         return self.get("append")
+
+    @property
+    def base(self) -> str:
+        """The variant of its own generation it is compared with."""
+        return self.get("base")
 
     @property
     def in_default_matrix(self) -> bool:
@@ -155,6 +162,7 @@ def parse_conf(folder: Path) -> tuple:
                 raise LabError(f"{where}: kernel = {value!r}, which boots "
                                f"another's kernel itself: name that one")
         conf[key] = value
+    _check_base(folder, conf, path)
     if conf["kernel"] and (parse_series(folder / "series") or
                            kconfig.parse_fragment(folder / "config")):
         raise LabError(f"{path}: kernel = {conf['kernel']}, but "
@@ -162,6 +170,44 @@ def parse_conf(folder: Path) -> tuple:
                        f"its own: a variant boots another's kernel or "
                        f"builds its own")
     return tuple(sorted(conf.items()))
+
+
+def _check_base(folder: Path, conf: dict, path: Path):
+    """A variant is compared with a base of its own source generation,
+    and a base is its own base (no chains to follow)."""
+    base = conf["base"]
+    if base == folder.name:
+        return
+    other = folder.parent / base
+    if not (other / "series").is_file():
+        raise LabError(f"{path}: base = {base!r}: no such variant in "
+                       f"{folder.parent}; a variant of source "
+                       f"{conf['source']} needs `base = <a variant of "
+                       f"that source>`, or its own name if it is one")
+    theirs = dict(CONF_DEFAULTS, **_read_conf_keys(other / CONF))
+    if theirs["base"] != base:
+        raise LabError(f"{path}: base = {base!r}, but that variant is "
+                       f"compared with {theirs['base']!r} itself: name a "
+                       f"base (a variant whose base is its own name)")
+    if theirs["source"] != conf["source"]:
+        raise LabError(f"{path}: base = {base!r} is built from "
+                       f"{theirs['source']}, this variant from "
+                       f"{conf['source']}: a base must be of the same "
+                       f"source generation")
+
+
+def _read_conf_keys(path: Path) -> dict:
+    """Another variant's variant.conf keys as written, unchecked (it is
+    checked when that variant is loaded)."""
+    if not path.is_file():
+        return {}
+    out = {}
+    for raw in path.read_text().splitlines():
+        key, eq, value = (x.strip() for x in
+                          raw.split("#", 1)[0].partition("="))
+        if eq:
+            out[key] = value
+    return out
 
 
 def parse_series(series: Path) -> list:

@@ -45,6 +45,7 @@
 #include <linux/spinlock.h>
 #include <linux/string.h>
 #include <linux/uaccess.h>
+#include <linux/version.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
 
@@ -468,7 +469,11 @@ static int sl_blk_init(void)
 	if (ret)
 		return ret;
 
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 9, 0)
+	q = blk_mq_alloc_queue(&sl_tag_set, NULL, NULL);
+#else
 	q = blk_mq_init_queue(&sl_tag_set);
+#endif
 	if (IS_ERR(q)) {
 		blk_mq_free_tag_set(&sl_tag_set);
 		return PTR_ERR(q);
@@ -564,10 +569,16 @@ static int sl_napi_init(void)
 {
 	unsigned int i;
 
+	/* NAPI needs a device; a dummy one has no queues and no name */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 10, 0)
+	sl_ndev = alloc_netdev_dummy(0);
+#else
 	sl_ndev = kzalloc(sizeof(*sl_ndev), GFP_KERNEL);
+	if (sl_ndev)
+		init_dummy_netdev(sl_ndev);
+#endif
 	if (!sl_ndev)
 		return -ENOMEM;
-	init_dummy_netdev(sl_ndev);
 	for (i = 0; i < sl_napis; i++) {
 		netif_napi_add(sl_ndev, &sl_napi[i], sl_napi_poll);
 		napi_enable(&sl_napi[i]);
@@ -583,7 +594,11 @@ static void sl_napi_exit(void)
 		napi_disable(&sl_napi[i]);
 		netif_napi_del(&sl_napi[i]);
 	}
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 10, 0)
+	free_netdev(sl_ndev);
+#else
 	kfree(sl_ndev);
+#endif
 	sl_ndev = NULL;
 }
 

@@ -24,7 +24,8 @@ SOFTIRQS = """\
 """
 
 
-def fake_run(root, variant, scen, boot, lo, hi, status="ok", seed=0):
+def fake_run(root, variant, scen, boot, lo, hi, status="ok", seed=0,
+             conf=None):
     d = root / variant / scen / f"boot-{boot}"
     d.mkdir(parents=True)
     rng = random.Random(seed)
@@ -51,6 +52,7 @@ def fake_run(root, variant, scen, boot, lo, hi, status="ok", seed=0):
             "\n")
     store.write_json(d / "run.json", {
         "variant": variant, "status": status, "boot": boot,
+        "variant_conf": conf or {"base": "baseline"},
         "reason": "" if status == "ok" else "guest hung: watchdog",
         "scenario": {"name": scen, "digest": "d"},
         "plan_env": {"DURATION": 2, "CYCLICTEST": "-t 1 -p 99 -i 1000",
@@ -306,6 +308,33 @@ def test_a_stop_kills_every_parallel_guest_and_records_none(tmp_path,
     assert time.monotonic() - started < 10
     assert recorded == []                 # no cut-off run judged
     assert not matrix.qemu._running       # no guest left behind
+
+
+def test_each_generation_is_compared_with_its_own_base(tmp_path):
+    root = tmp_path / "res"
+    new = {"source": "6.12", "base": "new-base"}
+    for boot in range(1, 6):
+        fake_run(root, "baseline", "long", boot, 1000, 5000, seed=boot)
+        fake_run(root, "new-base", "long", boot, 900, 4500, seed=boot,
+                 conf=new)
+        fake_run(root, "new-rt", "long", boot, 60, 400, seed=boot,
+                 conf=new)
+    out = report.write(root, tmp_path / "rep", {}, "make lab")
+    a = json.loads((out / "data" / "analysis.json").read_text())
+    assert a["variants"] == ["baseline", "new-base", "new-rt"]
+    rt = a["cells"]["long/new-rt"]["vs_baseline"]["p99"]
+    assert rt["median"][1] == pytest.approx(_median_p99(a, "new-base"))
+    assert "vs_baseline" not in a["cells"]["long/new-base"]
+    across = a["cells"]["long/new-base"]["vs_other_generation"]
+    assert across["median"][1] == pytest.approx(_median_p99(a, "baseline"))
+    text = " ".join((out / "report.txt").read_text().split())
+    assert "new-base against baseline, across source generations (not " \
+        "like for like): p99" in text
+    assert "new-base for new-rt" in text
+
+
+def _median_p99(a, var):
+    return report._median(a["cells"][f"long/{var}"]["per_boot"]["p99"])
 
 
 def test_report_when_every_boot_of_a_cell_is_left_out(tmp_path):

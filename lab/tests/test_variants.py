@@ -146,13 +146,30 @@ def test_variant_conf_says_source_boot_parameters_and_role(variant_root):
     ("source = six\n", r"variant.conf:1: source = 'six': a kernel"),
     ("kernel = nowhere\n", r"variant.conf:1: kernel = 'nowhere': name"),
     ("append = a\nappend = b\n", r"variant.conf:2: append given twice"),
+    ("source = 6.12\n", r"variant.conf: base = 'baseline' is built from "
+     r"6.1, this variant from 6.12"),
+    ("base = nowhere\n", r"variant.conf: base = 'nowhere': no such"),
+    ("base = mid\n", r"base = 'mid', but that variant is compared with "
+     r"'baseline' itself"),
 ])
 def test_a_bad_variant_conf_names_file_and_line(variant_root, text, error):
     make_variant(variant_root, "baseline")
+    make_variant(variant_root, "mid")
     folder = make_variant(variant_root, "bad")
     (folder / "variant.conf").write_text(text)
     with pytest.raises(LabError, match=error):
         variants.load(folder)
+
+
+def test_a_generation_has_its_own_base(variant_root):
+    make_variant(variant_root, "baseline")
+    (make_variant(variant_root, "base-6.12") / "variant.conf").write_text(
+        "source = 6.12\nbase = base-6.12\n")
+    (make_variant(variant_root, "rt-6.12") / "variant.conf").write_text(
+        "source = 6.12\nbase = base-6.12\n")
+    assert [(v.name, v.base) for v in variants.discover(variant_root)] == \
+        [("baseline", "baseline"), ("base-6.12", "base-6.12"),
+         ("rt-6.12", "base-6.12")]
 
 
 def test_a_boot_only_variant_has_no_patches_of_its_own(variant_root):
