@@ -104,6 +104,8 @@ SETTINGS = [
 # and in the lab's QEMU one busy vCPU no longer stalls the other (the
 # null control's p99 49 us instead of 9-26 ms).
 DEFAULT_TCG = "icount-3-slice20"
+# The null control's idle twin: the default's speed while both vCPUs run.
+HALF_SPEED_TCG = "icount-4-slice20"
 # The best where QEMU is Debian's own, unpatched.
 DEBIAN_TCG = "icount-3-nosleep"
 
