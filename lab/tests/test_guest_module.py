@@ -155,6 +155,39 @@ def test_short_storm_stops_after_one_vector(name, all_variants, built,
     assert deferred <= want.get("deferred_max", 1), seen
 
 
+# ksoftirqd/0 made SCHED_FIFO 50, as audio and RT set-ups do, and a BLOCK
+# chain of 20 runs of 200 us every 50 ms on CPU0, otherwise idle: the
+# restart limit leaves the second half of each chain to ksoftirqd.
+# stultz-v5's patch 3 defers the long vectors whenever rt_task(current),
+# and inside ksoftirqd `current` is ksoftirqd itself: a SCHED_FIFO
+# ksoftirqd defers BLOCK to itself, runs again at once, and spins until RT
+# throttling stops it.  What each variant must show: variants/<name>/
+# expect, "fifo-ksoftirqd" (ksoftirqd/0's CPU share and the longest wait
+# from raise to handler, each with a _min or _max bound).
+@pytest.mark.parametrize("name", NAMES)
+def test_fifo_ksoftirqd(name, all_variants, built, accel):
+    v = by_name(all_variants, name)
+    want = expected(v, "fifo-ksoftirqd")
+    duration = 3
+    run_dir = run_in_guest("fifo-ksoftirqd.sh", v, built, accel,
+                           "fifo-ksoftirqd",
+                           env={"MODULE_ARGS": "vector=block spin_us=200 "
+                                "burst=20 period_us=50000 cpu=0",
+                                "KSOFTIRQD_PRIO": 50, "DURATION": duration})
+    assert "SCHED_FIFO" in (run_dir / "ksoftirqd-policy").read_text()
+    ns = int((run_dir / "ksoftirqd-ns").read_text().split()[1])
+    block = module_vectors(run_dir)["block"]
+    got = {"cpu_percent": 100 * ns / 1e9 / duration,
+           "delay_us": block["delay_max_ns"] / 1000,
+           "missed_percent": 100 * block["missed"] / block["triggers"]}
+    seen = f"{name}: " + ", ".join(f"{k} {x:.0f}" for k, x in got.items())
+    print(seen)         # the measurement, for expect files (pytest -s)
+    for key, bound in want.items():
+        metric, side = key.rsplit("_", 1)
+        assert (got[metric] <= bound if side == "max" else
+                got[metric] >= bound), f"{key} {bound}: {seen}"
+
+
 def test_bad_module_parameter_fails_the_run_not_hangs(all_variants, built,
                                                       accel):
     """insmod refuses spin_us=0; the run ends at once, marked failed, with
