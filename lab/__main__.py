@@ -65,15 +65,18 @@ def cmd_health(args) -> int:
 
 
 def cmd_run(args) -> int:
-    # baseline first, wherever it was named: the others compare with it;
-    # unnamed, the default matrix (variant.conf `default`)
+    # bases first, wherever they were named: the others compare with
+    # them; unnamed, the default matrix (variant.conf `default`)
     chosen = sorted(variants.select(args.variants) if args.variants else
                     variants.default_matrix(),
-                    key=lambda v: v.name != "baseline")
+                    key=lambda v: v.name != v.base)
     scens = scenario.select(args.scenarios)
-    if chosen[0].name != "baseline":
-        raise LabError("the matrix needs baseline (the reference): add it "
-                       "to --variants")
+    names = {v.name for v in chosen}
+    for v in chosen:
+        if v.base not in names:
+            raise LabError(f"variant {v.name} is compared with {v.base} "
+                           f"(its variant.conf base): add {v.base} to "
+                           f"--variants")
     root = Path(args.results) if args.results else \
         matrix.results_root(args.runner)
     matrix.run(chosen, scens, args.boots, root,
