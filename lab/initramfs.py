@@ -23,6 +23,10 @@ PROGRAMS = [
     ("/usr/bin/trace-cmd", "trace-cmd"),
     ("/usr/bin/chrt", "util-linux"),
 ]
+# Libraries glibc opens at run time, which ldd cannot name: libgcc_s
+# unwinds a thread in pthread_exit() (rtla's threads end that way on 6.12
+# kernels: "libgcc_s.so.1 must be installed for pthread_exit to work").
+RUNTIME_LIBRARIES = [("/lib/x86_64-linux-gnu/libgcc_s.so.1", "libgcc-s1")]
 # The lab's own guest scripts (load generators that report metrics).
 GUEST_BIN = paths.GUEST_DIR / "bin"
 DIRS = ["bin", "usr/bin", "proc", "sys", "dev", "tmp", "lab", "root",
@@ -60,6 +64,11 @@ def contents(extra: dict = None) -> dict:
         files[prog.lstrip("/")] = Path(prog)
         for lib in shared_libraries(prog):
             files[lib.lstrip("/")] = Path(lib)
+    for lib, package in RUNTIME_LIBRARIES:
+        if not Path(lib).is_file():
+            raise LabError(f"{lib} not found: install Debian package "
+                           f"{package} (`make deps`)")
+        files[lib.lstrip("/")] = Path(lib)
     files.update(extra or {})
     return files
 
