@@ -179,8 +179,8 @@ def finished(run_dir: Path, kernel_hash: str, scenario_digest: str,
         return False
     # A key missing from the record (folders from before run.json had
     # variant.conf, or before that key existed) had its default value.
-    ran_as = dict(variants.CONF_DEFAULTS, name=record.get("variant"),
-                  **record.get("variant_conf", {}))
+    ran_as = {**variants.CONF_DEFAULTS, "name": record.get("variant"),
+              **record.get("variant_conf", {})}
     if variant_conf is not None and ran_as != variant_conf:
         return False
     if accel is not None:

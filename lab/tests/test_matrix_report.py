@@ -52,7 +52,7 @@ def fake_run(root, variant, scen, boot, lo, hi, status="ok", seed=0,
             "\n")
     store.write_json(d / "run.json", {
         "variant": variant, "status": status, "boot": boot,
-        "variant_conf": conf or {"base": "baseline"},
+        "variant_conf": {"name": variant, **(conf or {"base": "baseline"})},
         "reason": "" if status == "ok" else "guest hung: watchdog",
         "scenario": {"name": scen, "digest": "d"},
         "plan_env": {"DURATION": 2, "CYCLICTEST": "-t 1 -p 99 -i 1000",
