@@ -228,9 +228,15 @@ def _medium(r0: dict) -> str:
 def _setup_lines(runs: list, a: dict, descriptions: dict) -> list:
     r0 = runs[0]
     q = r0["qemu"]
-    out = _wrap(f"Kernel: Linux {r0['kernel']['kernel_version']} (Debian "
-                f"linux-source-6.1), {kernel_setup()}; variants: "
-                f"{', '.join(a['variants'])}.", "  ")
+    per = defaultdict(list)     # (version, source) -> variants
+    for var in a["variants"]:
+        r = next(r for r in runs if r["variant"] == var)
+        per[(r["kernel"]["kernel_version"],
+             r["variant_conf"].get("source", "6.1"))].append(var)
+    out = _wrap("Kernel: " + "; ".join(
+        f"Linux {version} (Debian linux-source-{source}) for "
+        f"{', '.join(vs)}" for (version, source), vs in per.items())
+        + f"; {kernel_setup()}.", "  ")
     emulator = q["accel"].get("emulator")
     which = (f"the lab's QEMU ({emulator['source']} with "
              f"{', '.join(emulator['patches'])}; build {emulator['build']})"
@@ -407,10 +413,10 @@ def _detail(a: dict, scen: str) -> list:
     for var in a["variants"]:
         gen = a["cells"].get(f"{scen}/{var}", {}).get("vs_other_generation")
         if gen:
+            word = _verdict_word(dict(gen, shown=gen["verdict"]))
             out += _wrap(f"{var} against baseline, across source "
                          f"generations (not like for like): p99 "
-                         f"{_verdict_word(dict(gen, shown=gen['verdict']))}"
-                         f".", "    ")
+                         f"{word.rstrip('.')}.", "    ")
         vs = a["cells"].get(f"{scen}/{var}", {}).get("vs_baseline", {})
         p = vs.get("p99")
         if p and p["shown"] == "withheld" and p["verdict"] not in (

@@ -331,6 +331,8 @@ def test_each_generation_is_compared_with_its_own_base(tmp_path):
     assert "new-base against baseline, across source generations (not " \
         "like for like): p99" in text
     assert "new-base for new-rt" in text
+    assert "(Debian linux-source-6.12) for new-base, new-rt" in text
+    assert "p99 n.s.." not in text
 
 
 def _median_p99(a, var):
