@@ -45,7 +45,14 @@ def parse(text: str) -> dict:
             top[current], size[current] = s.group(1), float(s.group(3))
         if line.startswith("Max timerlat IRQ latency"):
             break
-    latency = parts.get("Thread latency", 0.0)
+    if "Thread latency" not in parts:
+        # stopped on the timer interrupt itself (6.12's rtla with its
+        # threads in user space): the late IRQ is the whole latency
+        irq = parts.get("IRQ latency", 0.0)
+        return {"hit": True, "cpu": int(m.group(1)), "latency_us": irq,
+                "parts": parts, "sources": {}, "largest": "IRQ latency",
+                "share": 1.0 if irq else 0.0, "cause": "IRQ latency"}
+    latency = parts["Thread latency"]
     worst = max((p for p in INTERFERENCE if p in parts),
                 key=lambda p: parts[p], default=None)
     return {"hit": True, "cpu": int(m.group(1)), "latency_us": latency,

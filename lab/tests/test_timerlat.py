@@ -60,3 +60,27 @@ def test_a_thread_that_blocks_is_named():
     assert timerlat.cause("Thread interference", "kworker/0:1") == \
         "task kworker/0:1"
 
+
+
+IRQ_STOP = """\
+rtla timerlat hit stop tracing
+## CPU 0 hit stop tracing, analyzing it ##
+  IRQ handler delay:                                         0.00 us (0.00 %)
+  IRQ latency:                                            4212.26 us
+  Blocking thread:
+                            rtla:125
+------------------------------------------------------------------------
+     IRQ latency:                                         4212.26 us (100%)
+
+Max timerlat IRQ latency from idle: 5.28 us in cpu 0
+"""
+
+
+def test_a_stop_on_the_irq_is_the_whole_latency():
+    """rtla from 6.12 on a 6.12 guest stopped on the timer IRQ itself
+    (its threads in user space, no thread part): the lab once read that
+    as 0 us."""
+    r = timerlat.parse(IRQ_STOP)
+    assert r["hit"] and r["cpu"] == 0
+    assert r["latency_us"] == 4212.26 and r["cause"] == "IRQ latency"
+    assert r["share"] == 1.0
