@@ -72,6 +72,15 @@ COST = [
            "UDP datagrams sent but not received"),
     Metric("fs_noise_rounds", "rounds", "higher", "lab-fsnoise",
            "write-sync-delete rounds of the filesystem noise"),
+    # the test module's own counters over the measurement
+    # (module-stats-measured, lab/results.py)
+    Metric("softirq_over_rt_percent", "%", "lower", "softirq_load",
+           "the module's handler runs that ran inline on top of an RT "
+           "task"),
+    Metric("softirq_wait_max_us", "us", "lower", "softirq_load",
+           "the longest wait from a trigger to its chain's first run"),
+    Metric("softirq_missed_percent", "%", "lower", "softirq_load",
+           "triggers that found the last chain still running"),
     Metric("ksoftirqd_cpu_percent", "%", "lower", "ksoftirqd",
            "CPU time of all ksoftirqd threads over the measurement"),
 ]
@@ -91,7 +100,7 @@ def from_tool(name: str, unit: str, where: str) -> Metric:
     """The declaration of a `metric NAME VALUE UNIT` line a guest tool
     printed at `where` (file:line): known name, same unit."""
     m = BY_NAME.get(name)
-    if m is None or m.source in ("cyclictest", "ksoftirqd"):
+    if m is None or m.source in ("cyclictest", "ksoftirqd", "softirq_load"):
         raise LabError(f"{where}: metric {name!r} is not declared as a "
                        f"guest tool's in lab/metrics.py")
     if unit != m.unit:

@@ -362,13 +362,16 @@ def _cell_rows(a: dict, scen: str) -> list:
         missed = _median_pct(pb["missed"])
         vs = c.get("vs_baseline", {}).get("p99")
         word = _verdict_word(vs)
-        row = f"  {var:<{n}}{vals:<28}{over:>6}{missed:>7}  {word}".rstrip()
-        if len(row) > WIDTH or len(vals) > 27:
-            out.append(f"  {var:<{n}}{'':<28}{over:>6}{missed:>7}  "
+        # a long name and verdict take room from the values column; values
+        # that do not fit go on lines of their own
+        col = max(0, min(28, WIDTH - (2 + n + 6 + 7 + 2 + len(word))))
+        if len(vals) < col:
+            out.append(f"  {var:<{n}}{vals:<{col}}{over:>6}{missed:>7}  "
+                       f"{word}".rstrip())
+        else:
+            out.append(f"  {var:<{n}}{'':<{col}}{over:>6}{missed:>7}  "
                        f"{word}".rstrip())
             out += _wrap(vals, "      ")
-        else:
-            out.append(row)
         if c["pinned_boots"]:
             out.append(f"      boots {c['pinned_boots']} left out: "
                        f"threads not placed as asked")

@@ -50,6 +50,28 @@ def tool_metrics(run_dir: Path) -> dict:
     return out
 
 
+def module_metrics(run_dir: Path) -> dict:
+    """The test module's counters over the measurement
+    (module-stats-measured: one line of key=value), as cost metrics."""
+    path = run_dir / "module-stats-measured"
+    if not path.is_file():
+        return {}
+    c = dict(f.split("=", 1) for f in path.read_text().split() if "=" in f)
+    try:
+        runs, triggers, missed = (int(c[k]) for k in
+                                  ("runs", "triggers", "missed"))
+        values = {"softirq_over_rt_percent":
+                  100 * int(c["inline_rt"]) / runs if runs else 0.0,
+                  "softirq_wait_max_us": int(c["delay_max_ns"]) / 1000,
+                  "softirq_missed_percent": 100 * missed / (triggers + missed)
+                  if triggers + missed else 0.0}
+    except (KeyError, ValueError) as e:
+        raise LabError(f"{path}: not the module's stats line ({e})") \
+            from None
+    return {name: {"value": v, "unit": metrics.get(name).unit}
+            for name, v in values.items()}
+
+
 def probe(run_dir: Path):
     path = run_dir / "probe.jsonl"
     if not path.is_file():
@@ -106,7 +128,7 @@ def summarize(run_dir: Path) -> dict:
         ksoftirqd_cpu_percent=100 * ksoftirqd_seconds(
             run_dir / "ksoftirqd-before", run_dir / "ksoftirqd-after")
         / duration,
-        metrics=tool_metrics(run_dir),
+        metrics=tool_metrics(run_dir) | module_metrics(run_dir),
         probe=probe(run_dir))
     traced = run_dir / "cyclictest-traced.json"
     if traced.is_file():

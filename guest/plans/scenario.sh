@@ -140,8 +140,13 @@ latency_measurements() {
 	}' /tmp/cyclictest.out
 }
 
+# the module's counters over the measurement alone (module-stats covers
+# the module's whole life)
+SL=/sys/kernel/debug/softirq_load
+[ -z "$MODULE_ARGS" ] || echo 1 > $SL/reset
 run_cyclictest "$MEASURE" /tmp/cyclictest.json /tmp/cyclictest-start.txt \
 	> "$LAB/affinity.txt"
+[ -z "$MODULE_ARGS" ] || cat $SL/stats > "$LAB/module-stats-measured"
 cp /tmp/cyclictest.json /tmp/cyclictest.out /tmp/cyclictest-start.txt "$LAB/"
 latency_measurements cyclictest > /tmp/measurements
 ksoftirqd_ns > "$LAB/ksoftirqd-after"

@@ -374,3 +374,14 @@ def test_a_long_variant_name_keeps_the_table_aligned():
     assert all(len(r) <= 72 for r in rows), rows
     assert rows[1].startswith("  baseline         4215")
     assert rows[2].startswith("  stultz-placement 4215")
+
+
+def test_a_long_variant_name_with_a_long_verdict_fits_72_columns(tmp_path):
+    root = tmp_path / "res"
+    for boot in range(1, 6):
+        fake_run(root, "baseline", "long", boot, 1000, 5000, seed=boot)
+    fake_run(root, "revert-ksoftirqd", "long", 1, 60, 400, seed=7)
+    out = report.write(root, tmp_path / "rep", {}, "make lab")
+    row = next(line for line in (out / "report.txt").read_text()
+               .splitlines() if line.startswith("  revert-ksoftirqd "))
+    assert row.endswith("too few (1)") and len(row) <= 72

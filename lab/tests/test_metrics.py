@@ -46,3 +46,24 @@ def test_an_undeclared_metric_line_names_its_log_and_line(tmp_path):
     (tmp_path / "bg-1.log").write_text("metric block_read_mb_s 12 MB/s\n")
     assert results.tool_metrics(tmp_path) == {
         "block_read_mb_s": {"value": 12.0, "unit": "MB/s"}}
+
+
+def test_the_modules_counters_over_the_measurement_are_cost_metrics(
+        tmp_path):
+    """module-stats-measured (the module's stats line, reset when the
+    measurement starts) gives the softirq_load metrics."""
+    assert results.module_metrics(tmp_path) == {}
+    (tmp_path / "module-stats-measured").write_text(
+        "vector=block spin_us=5000 period_us=20000 cpu=0 burst=1 fires=500 "
+        "triggers=125 missed=375 short=0 runs=125 inline=100 ksoftirqd=25 "
+        "inline_idle=50 inline_rt=50 delay_total_ns=9 delay_max_ns=1500000 "
+        "last_cpu=0\n")
+    got = {k: v["value"] for k, v in results.module_metrics(tmp_path).items()}
+    assert got == {"softirq_over_rt_percent": 40.0,
+                   "softirq_wait_max_us": 1500.0,
+                   "softirq_missed_percent": 75.0}
+    (tmp_path / "module-stats-measured").write_text("runs=1\n")
+    with pytest.raises(LabError, match="module-stats-measured: not the"):
+        results.module_metrics(tmp_path)
+    with pytest.raises(LabError, match="not declared as a guest tool's"):
+        metrics.from_tool("softirq_wait_max_us", "us", "bg-0.log:1")
