@@ -9,7 +9,9 @@ and LAVA's test cases all take them from here.  Adding one:
     cyclictest samples give its value;
   - a cost metric of a load generator: a line in COST naming its guest
     tool (guest/bin/), which prints `metric NAME VALUE UNIT` when it ends
-    (the plan passes that line on to LAVA as a test case).
+    (the plan passes that line on to LAVA as a test case);
+  - a counter of the test module over the measurement: a line in COST
+    with source softirq_load, computed in results.module_metrics().
 
 A `metric` line the declarations do not know is an error that names the
 log and line; a test checks that tools and declarations agree.
