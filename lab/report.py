@@ -267,13 +267,14 @@ def _setup_lines(runs: list, a: dict, descriptions: dict) -> list:
     return out
 
 
-def _by_scenario(pairs: list, variants: list, bases=()) -> str:
+def _by_scenario(pairs: list, variants: list,
+                 bases=("baseline",)) -> str:
     """'long-block (zijlstra), idle' from (variant, scenario) pairs: a
     scenario without a list holds for every compared variant."""
     per = defaultdict(list)
     for var, scen in pairs:
         per[scen].append(var)
-    others = [v for v in variants if v not in ("baseline", *bases)]
+    others = [v for v in variants if v not in bases]
     return ", ".join(scen if sorted(vs) == sorted(others) else
                      f"{scen} ({', '.join(vs)})" for scen, vs in per.items())
 
