@@ -1,9 +1,9 @@
-"""Build the lab's own guest code: the test module and the probe.
+"""Build the lab's own guest code: the test module and the programs.
 
 The module is built against each variant's tree and objects (it must
 match the kernel it is loaded into; build.ensure_tree brings the shared
-tree back to the variant first); the probe is ordinary userspace C,
-built once.  Sources are copied into the cache and built there, so the
+tree back to the variant first); the programs (guest/probe,
+guest/udpsink) are ordinary userspace C, built once.  Sources are copied into the cache and built there, so the
 checkout stays clean, and each result is cached by the content of its
 sources and, for the module, of the kernel it is built for.
 """
@@ -17,8 +17,8 @@ from .log import LabError, info
 
 MODULE_SRC = paths.GUEST_DIR / "softirq_load"
 MODULE_NAME = "softirq_load.ko"
-PROBE_SRC = paths.GUEST_DIR / "probe"
-PROBE_NAME = "softirq_probe"
+# userspace programs: the folder under guest/ and the binary it makes
+PROGRAMS = {"probe": "softirq_probe", "udpsink": "udpsink"}
 
 
 def source_hash(folder: Path) -> str:
@@ -66,20 +66,23 @@ def module(variant, built: build.Built) -> Path:
             MODULE_NAME, f"{MODULE_NAME} for variant {variant.name}")
 
 
-def probe() -> Path:
-    """The softirq_probe binary (the same for every variant)."""
-    dest = paths.cache_dir() / "probe" / source_hash(PROBE_SRC)[:16]
-    return _build_in_copy(PROBE_SRC, dest,
-                          lambda tmp: ["make", "-C", str(tmp)],
-                          PROBE_NAME, PROBE_NAME)
+def program(folder: str) -> Path:
+    """A userspace program of guest/<folder> (the same for every
+    variant)."""
+    src, name = paths.GUEST_DIR / folder, PROGRAMS[folder]
+    dest = paths.cache_dir() / folder / source_hash(src)[:16]
+    return _build_in_copy(src, dest, lambda tmp: ["make", "-C", str(tmp)],
+                          name, name)
 
 
 def initrd(variant, built: build.Built) -> Path:
     """The variant's initramfs: the common guest plus its module, the
-    probe, and rtla with its libraries."""
+    programs, and rtla with its libraries."""
     rtla = rtlabuild.ensure()
     extra = {"lib/modules/" + MODULE_NAME: module(variant, built),
-             "usr/bin/" + PROBE_NAME: probe(), "usr/bin/rtla": rtla}
+             "usr/bin/rtla": rtla}
+    extra.update({"usr/bin/" + name: program(folder)
+                  for folder, name in PROGRAMS.items()})
     extra.update({lib.lstrip("/"): Path(lib)
                   for lib in initramfs.shared_libraries(str(rtla))})
     return initramfs.build(extra=extra, name=variant.name)

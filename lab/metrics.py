@@ -74,6 +74,15 @@ COST = [
            "UDP datagrams sent but not received"),
     Metric("fs_noise_rounds", "rounds", "higher", "lab-fsnoise",
            "write-sync-delete rounds of the filesystem noise"),
+    # the NIC scenarios (lab/nicload.py sends, guest/bin/lab-nicrx counts)
+    Metric("nic_rx_kpps", "kpps", "higher", "lab-nicrx",
+           "frames the virtio-net driver received, per guest second"),
+    Metric("nic_app_kpps", "kpps", "higher", "lab-nicrx",
+           "UDP datagrams the receiving application read"),
+    Metric("nic_rcvbuf_drop_percent", "%", "lower", "lab-nicrx",
+           "received frames dropped at the application's full socket"),
+    Metric("net_rx_squeezes", "exits", "lower", "lab-nicrx",
+           "NET_RX runs that stopped with work left (time_squeeze)"),
     # the test module's own counters over the measurement
     # (module-stats-measured, lab/results.py)
     Metric("softirq_over_rt_percent", "%", "lower", "softirq_load",

@@ -23,6 +23,8 @@ from .log import LabError
 
 # The plan every matrix run boots (the health check and tests use others).
 PLAN = paths.GUEST_DIR / "plans" / "scenario.sh"
+# What the host's NIC sender sent into a nic scenario's guest (lab/nicload.py)
+NIC_SENT = "nic-sent.json"
 # Free space a run needs besides its scratch disk: a run folder is
 # 0.2-0.3 MB (measured), console and traces can be a few MB.
 RUN_FREE_MB = 32

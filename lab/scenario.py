@@ -14,6 +14,10 @@
                                            over this many us)
     timerlat    = 1000                    (rtla timerlat phase, stopped and
                                            auto-analysed at this many us)
+    nic         = 20000                   (a virtio NIC the host sends UDP
+                                           frames into, packets per second
+                                           of host time, or flood:
+                                           lab/nicload.py)
     default     = no                      (not in the default matrix:
                                            SCENARIOS=name or all runs it)
 
@@ -35,7 +39,7 @@ SCENARIO_DIR = paths.REPO / "common" / "scenarios"
 SUFFIX = ".scenario"
 KEYS = {"description", "duration", "cyclictest", "module", "background",
         "disk", "probe", "probe_module", "append", "trace", "pin",
-        "both_busy", "timerlat", "default"}
+        "both_busy", "timerlat", "nic", "default"}
 REPEATABLE = {"background"}
 # cyclictest options the lab sets itself: duration, histogram, output, and
 # never -a (pinned threads hide the placement effect under test).
@@ -72,6 +76,9 @@ class Scenario:
     # Both vCPUs busy: under icount one waits while the other runs; the
     # null control null-hog measures what that costs (README "Fidelity").
     both_busy: bool = False
+    # a NIC fed by the host (lab/nicload.py): packets per second, 0 to
+    # flood; None: no NIC
+    nic: int = None
     # in the default matrix (`make lab` without SCENARIOS)
     default: bool = True
 
@@ -179,6 +186,12 @@ def parse(path: Path) -> Scenario:
             _check_cyclictest(value, where)
         elif key == "append":
             _check_append(value, where)
+        elif key == "nic":
+            if value != "flood" and not (value.isdigit() and
+                                         1 <= int(value) <= 10000000):
+                raise LabError(f"{where}: nic must be packets per second "
+                               f"(1 to 10000000) or flood, got {value!r}")
+            value = 0 if value == "flood" else int(value)
         elif key in ("both_busy", "default"):
             if value not in ("yes", "no"):
                 raise LabError(f"{where}: {key} must be yes or no, got "

@@ -4,12 +4,13 @@ A guest is a QEMU process; the threads here only wait for them.  On a
 stop (Ctrl-C, SIGTERM) or a full disk every running guest is killed and
 its run stays "running", to be redone; finished runs are kept.
 """
+import contextlib
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from .. import accelerator, boot, qemu, qemubuild, runfolder
+from .. import accelerator, boot, nicload, qemu, qemubuild, runfolder
 from ..log import fmt_seconds, info
 
 HELP = "boot guests in QEMU here (default)"
@@ -101,10 +102,16 @@ def run_cell(c, built_kernel, initrd: Path, accel, root: Path) -> dict:
     run_dir.mkdir(parents=True, exist_ok=True)
     extra = disk_args(run_dir, c.scenario.disk) if c.scenario.disk else []
     timeout = 3 * c.expected_seconds() + 60
+    nic = contextlib.nullcontext()
+    if c.scenario.nic is not None:
+        nic = nicload.Sender(c.scenario.nic, run_dir / runfolder.NIC_SENT)
+        extra += nic.qemu_args()
     try:
-        return boot.run_plan(
-            built_kernel, runfolder.PLAN, run_dir, accel, timeout=timeout,
-            initrd=initrd, extra_args=extra, env=c.plan_env(),
-            append=c.append, context=runfolder.cell_context(c))
+        with nic:
+            return boot.run_plan(
+                built_kernel, runfolder.PLAN, run_dir, accel,
+                timeout=timeout, initrd=initrd, extra_args=extra,
+                env=c.plan_env(), append=c.append,
+                context=runfolder.cell_context(c))
     finally:
         (run_dir / "scratch.img").unlink(missing_ok=True)

@@ -39,6 +39,12 @@ class Lava:
 
     def run(self, todo: list, built: dict, initrds: dict, accel,
             root: Path) -> None:
+        fed = sorted({c.scenario.name for c in todo
+                      if c.scenario.nic is not None})
+        if fed:
+            raise LabError(f"scenario {', '.join(fed)} needs a NIC fed by "
+                           f"this host (nic = ..., lab/nicload.py), which a "
+                           f"LAVA job cannot have: run it with RUNNER=local")
         run_jobs(todo, built, initrds, accel, root, self)
 
     def check_reachable(self) -> None:
