@@ -83,6 +83,14 @@ class Scenario:
     default: bool = True
 
     @property
+    def alone(self) -> bool:
+        """Run with no other guest beside it (JOBS): a NIC fed from this
+        host shares the host's cores between the sender, QEMU's I/O
+        thread and the guest, so a second guest would change the packet
+        rate this one sees."""
+        return self.nic is not None
+
+    @property
     def digest(self) -> str:
         return hashlib.sha256(self.path.read_bytes()).hexdigest()
 

@@ -36,12 +36,41 @@ class Local:
         run_all(todo, built, initrds, accel, root, self.jobs)
 
 
+class Turns:
+    """Guests side by side, except a scenario that must run alone
+    (Scenario.alone): it waits for the running guests to end, and none
+    starts while it waits or runs."""
+
+    def __init__(self):
+        self.cond = threading.Condition()
+        self.running = 0
+        self.alone = False          # a lone run is waiting or running
+
+    @contextlib.contextmanager
+    def turn(self, alone: bool):
+        with self.cond:
+            self.cond.wait_for(lambda: not self.alone)
+            if alone:
+                self.alone = True
+                self.cond.wait_for(lambda: self.running == 0)
+            self.running += 1
+        try:
+            yield
+        finally:
+            with self.cond:
+                self.running -= 1
+                if alone:
+                    self.alone = False
+                self.cond.notify_all()
+
+
 def run_all(todo: list, built: dict, initrds: dict, accel, root: Path,
             jobs: int) -> None:
     """Run the cells, `jobs` guests at a time, in the order given."""
     left = sum(c.expected_seconds() for c in todo)
     state = {"spent": 0.0, "done": 0, "left": left}
     lock = threading.Lock()
+    turns = Turns()
 
     def one(i: int, c) -> dict:
         with lock:
@@ -50,10 +79,11 @@ def run_all(todo: list, built: dict, initrds: dict, accel, root: Path,
                 / jobs
             info(f"run {i}/{len(todo)}: {c.variant.name} {c.scenario.name} "
                  f"boot {c.boot}, about {fmt_seconds(eta)} left")
-        started = time.monotonic()
-        runfolder.check_space(root, c.scenario)
-        record = run_cell(c, built[c.variant.name], initrds[c.variant.name],
-                          accel, root)
+        with turns.turn(c.scenario.alone):
+            started = time.monotonic()
+            runfolder.check_space(root, c.scenario)
+            record = run_cell(c, built[c.variant.name],
+                              initrds[c.variant.name], accel, root)
         with lock:
             state["spent"] += (time.monotonic() - started) / \
                 c.expected_seconds()

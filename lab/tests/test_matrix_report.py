@@ -385,3 +385,32 @@ def test_a_long_variant_name_with_a_long_verdict_fits_72_columns(tmp_path):
     row = next(line for line in (out / "report.txt").read_text()
                .splitlines() if line.startswith("  revert-ksoftirqd "))
     assert row.endswith("too few (1)") and len(row) <= 72
+
+
+def test_a_lone_scenario_runs_with_no_other_guest(tmp_path, monkeypatch):
+    """With JOBS=2, a scenario that must run alone (a NIC fed from this
+    host) never overlaps another guest; the others still run two at a
+    time."""
+    import threading
+    import time
+    from dataclasses import replace
+    base = _two_cells(tmp_path)[0]
+    fed = replace(base.scenario, name="nic", nic=1000)
+    cells = [matrix.Cell(base.variant, s, b) for b in (1, 2)
+             for s in (base.scenario, fed, base.scenario)]
+    lock, running, seen = threading.Lock(), [], []
+
+    def run_cell(c, built, initrd, accel, root):
+        with lock:
+            running.append(c.scenario.name)
+            seen.append(list(running))
+        time.sleep(0.2)
+        with lock:
+            running.remove(c.scenario.name)
+        return {"status": "ok"}
+    monkeypatch.setattr(local, "run_cell", run_cell)
+    local.run_all(cells, {"baseline": None}, {"baseline": None},
+                  accelerator.tcg("test"), tmp_path, jobs=2)
+    assert len(seen) == len(cells)
+    assert all(s == ["nic"] for s in seen if "nic" in s), seen
+    assert any(len(s) == 2 for s in seen), seen
