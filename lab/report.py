@@ -611,7 +611,7 @@ def plots(runs: list, a: dict, out: Path) -> list:
 
 
 def markdown(text: str, images: list, command: str,
-             trace_text: list = ()) -> str:
+             trace_text: list = (), accounting: list = ()) -> str:
     timelines = [i for i in images if i.startswith("timeline-")]
     md = ["# softirq-rt lab report", "",
           f"Made with `{command}`; the raw results are in `data/`.", "",
@@ -619,6 +619,14 @@ def markdown(text: str, images: list, command: str,
     if trace_text:
         md += ["## Causes of the worst cases", "", "```",
                *trace_text, "```", ""]
+    if accounting:
+        md += ["## Where softirq work ran (traced boots)", "",
+               "Share of one CPU each vector took over the trace phase, "
+               "run inline (on interrupt exit or at local_bh_enable, on "
+               "top of whatever task was current) or in ksoftirqd, and "
+               "how often work was handed to ksoftirqd (its wake-ups); "
+               "from the trace's softirq_entry/exit and sched_waking "
+               "events, mean over the traced boots.", "", *accounting]
     md += ["## Tail latency per boot", "", "![p99 and max](tails.png)", ""]
     md += ["## Share of samples above a latency, per boot", ""]
     md += [f"![{i}]({i})" for i in images if i.startswith("survival-")]
@@ -655,7 +663,9 @@ def write(root: Path, out: Path, descriptions: dict, command: str,
         a["traces"], a["variants"], a["scenarios"], out)
     store.write_text(out / "report.md", markdown(
         text, images, command, report_traces.text(
-            traces, a["variants"], a["scenarios"])))
+            traces, a["variants"], a["scenarios"]),
+        report_traces.accounting_table(traces, a["variants"],
+                                       a["scenarios"])))
     return out
 
 

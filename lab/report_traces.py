@@ -19,7 +19,8 @@ def analyse(runs: list) -> dict:
                              {"worst": [], "errors": [], "untraced": [],
                               "traced": [], "wakeups": 0, "over": 0,
                               "causes": {}, "mismatched": [], "lost": [],
-                              "timerlat": [], "agreed": 0})
+                              "timerlat": [], "agreed": 0,
+                              "softirqs": []})
         c["untraced"].append(r["histogram"])
         if "timerlat" in r:
             c["timerlat"].append(dict(r["timerlat"], boot=r["boot"]))
@@ -28,6 +29,8 @@ def analyse(runs: list) -> dict:
         if "error" in t:
             c["errors"].append(f"boot {r['boot']}: {t['error']}")
             continue
+        if t.get("softirqs"):
+            c["softirqs"].append(t["softirqs"])
         if t.get("lost_events"):
             c["lost"].append(f"boot {r['boot']}: " + ", ".join(
                 f"{cpu} lost {n}" for cpu, n in t["lost_events"].items()))
@@ -58,9 +61,63 @@ def analyse(runs: list) -> dict:
             "errors": c["errors"], "mismatched": c["mismatched"],
             "lost": c["lost"], "timerlat": c["timerlat"],
             "agreed": c["agreed"],
+            "softirqs": mean_accounting(c["softirqs"]),
             "overhead": {"boots": len(c["untraced"]),
                          "median_us": med, "p99_us": p99,
                          "p99_ratio": p99[1] / p99[0] if p99[0] else None}}
+    return out
+
+
+def mean_accounting(boots: list) -> dict:
+    """trace.softirq_accounting() over a cell's traced boots: the mean
+    share of a CPU per vector, inline and in ksoftirqd, and ksoftirqd's
+    wake-ups per traced second."""
+    if not boots:
+        return {}
+    share = {}
+    for b in boots:
+        for vec, where in b["cpu_percent"].items():
+            for k, x in where.items():
+                share.setdefault(vec, {}).setdefault(k, []).append(x)
+    return {"boots": len(boots),
+            "cpu_percent": {v: {k: sum(xs) / len(boots)
+                                for k, xs in w.items()}
+                            for v, w in share.items()},
+            "ksoftirqd_wakeups_per_s": sum(
+                b["ksoftirqd_wakeups"] / b["seconds"] for b in boots
+                if b["seconds"]) / len(boots)}
+
+
+# vectors under this share of a CPU in every cell of a scenario are left
+# out of its accounting table
+ACCOUNT_MIN_PERCENT = 0.5
+
+
+def accounting_table(t: dict, variants: list, scenarios: list) -> list:
+    """report.md's tables of where softirq work ran, per scenario."""
+    out = []
+    for scen in scenarios:
+        rows = [(v, t[f"{scen}/{v}"]["softirqs"]) for v in variants
+                if t.get(f"{scen}/{v}", {}).get("softirqs")]
+        vecs = sorted({vec for _, a in rows
+                       for vec, w in a["cpu_percent"].items()
+                       if sum(w.values()) >= ACCOUNT_MIN_PERCENT})
+        if not rows:
+            continue
+        out += [f"{scen}:", "",
+                "| variant | boots | " + " | ".join(
+                    f"{v} inline % | {v} in ksoftirqd %" for v in vecs) +
+                " | ksoftirqd wake-ups/s |",
+                "|---|---|" + "---|---|" * len(vecs) + "---|"]
+        for var, a in rows:
+            cells = []
+            for vec in vecs:
+                w = a["cpu_percent"].get(vec, {})
+                cells += [f"{w.get('inline', 0):.1f}",
+                          f"{w.get('ksoftirqd', 0):.1f}"]
+            out.append(f"| {var} | {a['boots']} | " + " | ".join(cells) +
+                       f" | {a['ksoftirqd_wakeups_per_s']:.0f} |")
+        out.append("")
     return out
 
 

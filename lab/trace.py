@@ -367,6 +367,33 @@ class Index:
                            bisect.bisect_right(self.ts, t1)]
 
 
+def softirq_accounting(events: list, cpus: dict) -> dict:
+    """Where softirq work ran over the trace: per vector, the share of
+    one CPU it took inline (on interrupt exit or at local_bh_enable, on
+    top of whatever task) and in ksoftirqd (hard interrupts inside it
+    not counted); and how often the kernel handed work to ksoftirqd
+    (its wake-ups)."""
+    if not events:
+        return {}
+    t0, t1 = events[0].ts, events[-1].ts
+    span = (t1 - t0) or 1.0
+    share = {}
+    for segs in cpus.values():
+        for a, b, label in zip(segs.starts, segs.ends, segs.labels):
+            if " softirq" not in label:
+                continue
+            where = "ksoftirqd" if " in ksoftirqd/" in label else "inline"
+            cell = share.setdefault(label.split()[0],
+                                    {"inline": 0.0, "ksoftirqd": 0.0})
+            cell[where] += max(0.0, min(b, t1) - max(a, t0)) / span * 100
+    wakeups = sum(1 for e in events if e.name == "sched_waking" and
+                  e.args.get("comm", "").startswith("ksoftirqd/"))
+    return {"seconds": round(t1 - t0, 3),
+            "cpu_percent": {v: {k: round(x, 3) for k, x in c.items()}
+                            for v, c in sorted(share.items())},
+            "ksoftirqd_wakeups": wakeups}
+
+
 def explain(index: Index, w: Window, path_us: int = 0) -> dict:
     """Why the sample `w` ran only at its end: the activity of each CPU
     involved between the expected wake-up and its end; `path_us`, the
@@ -472,7 +499,8 @@ def explain_run(run_dir: Path, over_us: int, cyclictest: dict = None,
            "over": len(over),
            "causes": dict(sorted(causes.items(), key=lambda kv: -kv[1])),
            "max_us": lat[-1] if lat else 0, "p99_us": _p99(lat),
-           "worst": [dict(x, trace=str(dat)) for x in explained[:worst]]}
+           "worst": [dict(x, trace=str(dat)) for x in explained[:worst]],
+           "softirqs": softirq_accounting(events, index.cpus)}
     if agreed:
         out["agreement"] = agreed
     return out

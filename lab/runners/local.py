@@ -67,19 +67,23 @@ class Turns:
 def run_all(todo: list, built: dict, initrds: dict, accel, root: Path,
             jobs: int) -> None:
     """Run the cells, `jobs` guests at a time, in the order given."""
-    left = sum(c.expected_seconds() for c in todo)
-    state = {"spent": 0.0, "done": 0, "left": left}
+    def wall(c) -> float:
+        """Expected host seconds the cell adds: a lone cell has the host
+        to itself, the others share it `jobs` ways."""
+        return c.expected_seconds() / (1 if c.scenario.alone else jobs)
+
+    state = {"spent": 0.0, "done": 0, "left": sum(wall(c) for c in todo)}
     lock = threading.Lock()
     turns = Turns()
 
     def one(i: int, c) -> dict:
-        with lock:
-            done = state["done"]
-            eta = state["left"] * (state["spent"] / done if done else 1) \
-                / jobs
-            info(f"run {i}/{len(todo)}: {c.variant.name} {c.scenario.name} "
-                 f"boot {c.boot}, about {fmt_seconds(eta)} left")
         with turns.turn(c.scenario.alone):
+            with lock:
+                done = state["done"]
+                eta = state["left"] * (state["spent"] / done if done else 1)
+                info(f"run {i}/{len(todo)}: {c.variant.name} "
+                     f"{c.scenario.name} boot {c.boot}, about "
+                     f"{fmt_seconds(eta)} left")
             started = time.monotonic()
             runfolder.check_space(root, c.scenario)
             record = run_cell(c, built[c.variant.name],
@@ -88,7 +92,7 @@ def run_all(todo: list, built: dict, initrds: dict, accel, root: Path,
             state["spent"] += (time.monotonic() - started) / \
                 c.expected_seconds()
             state["done"] += 1
-            state["left"] -= c.expected_seconds()
+            state["left"] -= wall(c)
         if record["status"] != "ok":
             info(f"  failed: {c.variant.name} {c.scenario.name} boot "
                  f"{c.boot}: {record['reason'].splitlines()[0]}")

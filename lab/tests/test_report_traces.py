@@ -11,3 +11,18 @@ def test_the_report_counts_traced_runs_that_agree():
                            "in 3 of 4 traced runs")
     assert report_traces.agreement_line({"fs/a": {"agreed": 0,
                                                   "mismatched": []}}) == []
+
+
+def test_accounting_averages_boots_and_leaves_out_small_vectors():
+    boot = {"seconds": 10.0, "ksoftirqd_wakeups": 100,
+            "cpu_percent": {"NET_RX": {"inline": 40.0, "ksoftirqd": 10.0},
+                            "TIMER": {"inline": 0.1, "ksoftirqd": 0.0}}}
+    other = dict(boot, ksoftirqd_wakeups=300, cpu_percent={
+        "NET_RX": {"inline": 20.0, "ksoftirqd": 30.0}})
+    a = report_traces.mean_accounting([boot, other])
+    assert a["cpu_percent"]["NET_RX"] == {"inline": 30.0, "ksoftirqd": 20.0}
+    assert a["ksoftirqd_wakeups_per_s"] == 20.0
+    rows = report_traces.accounting_table({"nic/base": {"softirqs": a}},
+                                          ["base"], ["nic"])
+    assert "NET_RX inline %" in rows[2] and "TIMER" not in rows[2]
+    assert rows[4] == "| base | 2 | 30.0 | 20.0 | 20 |"

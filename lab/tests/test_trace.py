@@ -308,3 +308,26 @@ def test_a_realtime_timer_does_not_set_the_clock_offset():
         realtime.rstrip("\n") + "\n          <idle>-0     [000]   "
         "100.002000: irq_handler_entry")
     assert worst(text)["latency_us"] == 3030
+
+
+def test_softirq_accounting_splits_inline_from_ksoftirqd():
+    """1 ms of NET_RX inline on CPU0 (a 0.1 ms hard irq inside it not
+    counted), 2 ms in ksoftirqd/1 after its wake-up; over a 10 ms trace."""
+    text = """\
+          <idle>-0     [000]    10.000000: softirq_entry:        vec=3 [action=NET_RX]
+          <idle>-0     [000]    10.000500: irq_handler_entry:    irq=25 name=virtio1-input.0
+          <idle>-0     [000]    10.000600: irq_handler_exit:     irq=25 ret=handled
+          <idle>-0     [000]    10.001100: softirq_exit:         vec=3 [action=NET_RX]
+          <idle>-0     [001]    10.002000: sched_waking:         comm=ksoftirqd/1 pid=20 prio=120 target_cpu=001
+          <idle>-0     [001]    10.002100: sched_switch:         swapper/1:0 [120] R ==> ksoftirqd/1:20 [120]
+     ksoftirqd/1-20    [001]    10.003000: softirq_entry:        vec=3 [action=NET_RX]
+     ksoftirqd/1-20    [001]    10.005000: softirq_exit:         vec=3 [action=NET_RX]
+     ksoftirqd/1-20    [001]    10.010000: sched_switch:         ksoftirqd/1:20 [120] S ==> swapper/1:0 [120]
+"""
+    events = trace.parse(text)
+    got = trace.softirq_accounting(events, trace.timeline(events))
+    assert got["seconds"] == 0.01
+    assert got["ksoftirqd_wakeups"] == 1
+    net_rx = got["cpu_percent"]["NET_RX"]
+    assert abs(net_rx["inline"] - 10.0) < 0.01, net_rx       # 1 ms of 10
+    assert abs(net_rx["ksoftirqd"] - 20.0) < 0.01, net_rx    # 2 ms of 10
