@@ -447,7 +447,8 @@ def _detail(a: dict, scen: str) -> list:
 
 
 def text_report(runs: list, a: dict, descriptions: dict) -> str:
-    out = ["softirq-rt lab: " + " vs ".join(a["variants"]), "", "Summary"]
+    out = _wrap("softirq-rt lab: " + " vs ".join(a["variants"])) + \
+        ["", "Summary"]
     out += _summary(runs, a)
     out += ["", "Setup"] + _setup_lines(runs, a, descriptions)
     out += ["", "Rules"] + _wrap(
