@@ -11,7 +11,9 @@ and LAVA's test cases all take them from here.  Adding one:
     tool (guest/bin/), which prints `metric NAME VALUE UNIT` when it ends
     (the plan passes that line on to LAVA as a test case);
   - a counter of the test module over the measurement: a line in COST
-    with source softirq_load, computed in results.module_metrics().
+    with source softirq_load, computed in results.module_metrics();
+  - a network counter over the measurement: source nic, computed in
+    results.nic_metrics() from the plan's net-before/after.
 
 A `metric` line the declarations do not know is an error that names the
 log and line; a test checks that tools and declarations agree.
@@ -74,15 +76,19 @@ COST = [
            "UDP datagrams sent but not received"),
     Metric("fs_noise_rounds", "rounds", "higher", "lab-fsnoise",
            "write-sync-delete rounds of the filesystem noise"),
-    # the NIC scenarios (lab/nicload.py sends, guest/bin/lab-nicrx counts)
-    Metric("nic_rx_kpps", "kpps", "higher", "lab-nicrx",
-           "frames the virtio-net driver received, per guest second"),
-    Metric("nic_app_kpps", "kpps", "higher", "lab-nicrx",
-           "UDP datagrams the receiving application read"),
-    Metric("nic_rcvbuf_drop_percent", "%", "lower", "lab-nicrx",
-           "received frames dropped at the application's full socket"),
-    Metric("net_rx_squeezes", "exits", "lower", "lab-nicrx",
-           "NET_RX runs that stopped with work left (time_squeeze)"),
+    # the NIC scenarios' kernel counters over the measurement (net-before/
+    # after, lab/results.py); lab/nicload.py sends, guest/bin/lab-nicrx
+    # receives
+    Metric("nic_rx_kpps", "kpps", "higher", "nic",
+           "frames the network drivers received, per guest second"),
+    Metric("nic_app_kpps", "kpps", "higher", "nic",
+           "UDP datagrams the applications read (UDP InDatagrams)"),
+    Metric("nic_rcvbuf_drop_percent", "%", "lower", "nic",
+           "UDP datagrams dropped at a full socket, of those that "
+           "reached one (RcvbufErrors)"),
+    Metric("net_rx_squeezes", "exits", "lower", "nic",
+           "NET_RX runs cut by its packet budget or time limit "
+           "(softnet_stat time_squeeze)"),
     # the test module's own counters over the measurement
     # (module-stats-measured, lab/results.py)
     Metric("softirq_over_rt_percent", "%", "lower", "softirq_load",
@@ -111,7 +117,8 @@ def from_tool(name: str, unit: str, where: str) -> Metric:
     """The declaration of a `metric NAME VALUE UNIT` line a guest tool
     printed at `where` (file:line): known name, same unit."""
     m = BY_NAME.get(name)
-    if m is None or m.source in ("cyclictest", "ksoftirqd", "softirq_load"):
+    if m is None or m.source in ("cyclictest", "ksoftirqd", "softirq_load",
+                                 "nic"):
         raise LabError(f"{where}: metric {name!r} is not declared as a "
                        f"guest tool's in lab/metrics.py")
     if unit != m.unit:

@@ -72,6 +72,56 @@ def module_metrics(run_dir: Path) -> dict:
             for name, v in values.items()}
 
 
+def _net_counters(path: Path) -> dict:
+    """A net-before/after file (guest/plans/scenario.sh net_counters):
+    the time, rx_packets per interface, UDP's counters by name, and
+    time_squeeze summed over CPUs."""
+    out = {"rx": {}, "udp": {}, "squeeze": 0}
+    udp_names = None
+    for line in path.read_text().splitlines():
+        w = line.split()
+        if not w:
+            continue
+        if w[0] == "uptime":
+            out["uptime"] = float(w[1])
+        elif w[0] == "rx_packets":
+            out["rx"][w[1]] = int(w[2])
+        elif w[0] == "Udp:" and udp_names is None:
+            udp_names = w[1:]
+        elif w[0] == "Udp:":
+            out["udp"] = dict(zip(udp_names, (int(x) for x in w[1:])))
+        elif w[0] == "softnet":
+            out["squeeze"] += int(w[3], 16)
+    return out
+
+
+def nic_metrics(run_dir: Path) -> dict:
+    """The NIC scenarios' metrics over the measurement (net-before and
+    net-after), for runs that had a network device besides loopback."""
+    paths = [run_dir / f"net-{w}" for w in ("before", "after")]
+    if not all(p.is_file() for p in paths):
+        return {}
+    try:
+        b, a = (_net_counters(p) for p in paths)
+        nics = [n for n in a["rx"] if n != "lo"]
+        if not nics:
+            return {}
+        secs = a["uptime"] - b["uptime"]
+        rx = sum(a["rx"][n] - b["rx"].get(n, 0) for n in nics)
+        read, full = (a["udp"][k] - b["udp"][k]
+                      for k in ("InDatagrams", "RcvbufErrors"))
+        values = {"nic_rx_kpps": rx / secs / 1000,
+                  "nic_app_kpps": read / secs / 1000,
+                  "nic_rcvbuf_drop_percent":
+                  100 * full / (read + full) if read + full else 0.0,
+                  "net_rx_squeezes": a["squeeze"] - b["squeeze"]}
+    except (KeyError, ValueError, IndexError, ZeroDivisionError) as e:
+        raise LabError(f"{run_dir}/net-before, net-after: not the plan's "
+                       f"network counters ({e!r})") from None
+    return {name: {"value": v, "unit": metrics.get(name).unit}
+            for name, v in values.items()}
+
+
 def probe(run_dir: Path):
     path = run_dir / "probe.jsonl"
     if not path.is_file():
@@ -128,7 +178,8 @@ def summarize(run_dir: Path) -> dict:
         ksoftirqd_cpu_percent=100 * ksoftirqd_seconds(
             run_dir / "ksoftirqd-before", run_dir / "ksoftirqd-after")
         / duration,
-        metrics=tool_metrics(run_dir) | module_metrics(run_dir),
+        metrics=tool_metrics(run_dir) | module_metrics(run_dir) |
+        nic_metrics(run_dir),
         probe=probe(run_dir))
     traced = run_dir / "cyclictest-traced.json"
     if traced.is_file():

@@ -7,7 +7,8 @@
 # give each boot its own phase between the periodic loads, lab/scenario.py).
 # Writes into $LAB: cyclictest.json (with histograms), cyclictest.out
 # (every sample, -v), cyclictest-start.txt, affinity.txt,
-# softirqs-before/after, ksoftirqd-before/after, bg-N.log, module-stats,
+# softirqs-before/after, ksoftirqd-before/after, net-before/after,
+# bg-N.log, module-stats,
 # probe.jsonl, measurements; with TRACE also the same cyclictest files
 # named cyclictest-traced.*, trace.dat and trace-stats.
 set -e
@@ -43,6 +44,20 @@ ksoftirqd_ns() {
 	done
 }
 
+# Receive counters of every network interface, UDP's and softnet_stat's,
+# with the time read: the NIC scenarios' metrics over the measurement
+# alone (lab/results.py nic_metrics)
+net_counters() {
+	read -r up _ < /proc/uptime
+	echo "uptime $up"
+	for d in /sys/class/net/*; do
+		read -r n < "$d/statistics/rx_packets" &&
+			echo "rx_packets ${d##*/} $n"
+	done
+	grep '^Udp:' /proc/net/snmp
+	sed 's/^/softnet /' /proc/net/softnet_stat
+}
+
 if [ "$DISK" != 0 ]; then
 	mke2fs -q /dev/vda
 	mkdir -p /mnt/disk
@@ -52,6 +67,7 @@ fi
 [ -z "$PHASE_US" ] || usleep "$PHASE_US"
 
 cat /proc/softirqs > "$LAB/softirqs-before"
+net_counters > "$LAB/net-before"
 ksoftirqd_ns > "$LAB/ksoftirqd-before"
 
 i=0
@@ -151,6 +167,7 @@ cp /tmp/cyclictest.json /tmp/cyclictest.out /tmp/cyclictest-start.txt "$LAB/"
 latency_measurements cyclictest > /tmp/measurements
 ksoftirqd_ns > "$LAB/ksoftirqd-after"
 cat /proc/softirqs > "$LAB/softirqs-after"
+net_counters > "$LAB/net-after"
 mark measure
 
 # Trace phase, same load: cyclictest again, as long as the measurement,

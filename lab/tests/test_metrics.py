@@ -67,3 +67,28 @@ def test_the_modules_counters_over_the_measurement_are_cost_metrics(
         results.module_metrics(tmp_path)
     with pytest.raises(LabError, match="not declared as a guest tool's"):
         metrics.from_tool("softirq_wait_max_us", "us", "bg-0.log:1")
+
+
+def _net(uptime, rx, read, full, squeezes):
+    return (f"uptime {uptime}\nrx_packets eth0 {rx}\nrx_packets lo 7\n"
+            "Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors\n"
+            f"Udp: {read} 3 0 0 {full}\n"
+            f"softnet 0000a000 00000000 {squeezes:08x} 00000000\n"
+            "softnet 00000100 00000000 00000001 00000000\n")
+
+
+def test_nic_metrics_cover_the_measurement_from_the_counters(tmp_path):
+    (tmp_path / "net-before").write_text(_net(10.0, 100, 50, 0, 2))
+    (tmp_path / "net-after").write_text(_net(20.0, 20100, 15050, 5000, 30))
+    got = {k: m["value"] for k, m in results.nic_metrics(tmp_path).items()}
+    assert got == {"nic_rx_kpps": 2.0, "nic_app_kpps": 1.5,
+                   "nic_rcvbuf_drop_percent": 25.0, "net_rx_squeezes": 28}
+    # no NIC but loopback: not a NIC scenario, no metrics
+    (tmp_path / "net-after").write_text(_net(20.0, 0, 0, 0, 2).replace(
+        "rx_packets eth0 0\n", ""))
+    (tmp_path / "net-before").write_text(_net(10.0, 0, 0, 0, 2).replace(
+        "rx_packets eth0 0\n", ""))
+    assert results.nic_metrics(tmp_path) == {}
+    (tmp_path / "net-after").write_text("uptime x\n")
+    with pytest.raises(LabError, match="net-before, net-after"):
+        results.nic_metrics(tmp_path)

@@ -166,3 +166,15 @@ def test_a_scenario_can_stay_out_of_the_default_matrix(tmp_path):
     with pytest.raises(LabError, match=r"c.scenario:3: default must be yes "
                        r"or no"):
         scenario.select("c", tmp_path)
+
+
+def test_a_nic_is_a_rate_or_flood_and_runs_alone(tmp_path):
+    base = "description = x\nduration = 5\n"
+    assert scenario.parse(write(tmp_path, base)).nic is None
+    assert not scenario.parse(write(tmp_path, base)).alone
+    flood = scenario.parse(write(tmp_path, base + "nic = flood\n"))
+    assert flood.nic == 0 and flood.alone
+    assert scenario.parse(write(tmp_path, base + "nic = 5000\n")).nic == 5000
+    with pytest.raises(LabError, match=r"s.scenario:3: nic must be packets "
+                                       r"per second"):
+        scenario.parse(write(tmp_path, base + "nic = fast\n"))

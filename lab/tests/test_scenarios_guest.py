@@ -45,7 +45,7 @@ def test_nic_rx_runs_net_rx_from_the_virtio_driver(tmp_path, all_variants,
     """The host's frames reach udpsink through virtio-net's NAPI polls,
     which run in NET_RX on CPU0, where the receive interrupt is steered."""
     run_dir = run_short("nic-rx", tmp_path, all_variants, built, accel)
-    got = {k: m["value"] for k, m in results.tool_metrics(run_dir).items()}
+    got = {k: m["value"] for k, m in results.nic_metrics(run_dir).items()}
     sent = json.loads((run_dir / runfolder.NIC_SENT).read_text())
     before, after = (per_cpu(run_dir / f"softirqs-{w}", "NET_RX")
                      for w in ("before", "after"))
