@@ -11,9 +11,10 @@ Frames the guest sends go to the sender's own socket, which never reads.
 The sender runs as its own process (`python3 -m lab.nicload`), so two
 guests side by side do not share one interpreter's lock; it paces to a
 rate in packets per second of host time, or floods, and on SIGTERM
-writes how many frames it sent.  Under icount the guest's clock counts
-instructions, not host time, so the rate the guest sees is measured in
-the guest (guest/bin/lab-nicrx), not assumed from the sender's.
+writes how many frames it handed to the host's kernel.  Under icount the
+guest's clock counts instructions, not host time, so the rate the guest
+sees is measured in the guest (the plan's net-before/after counters),
+not assumed from the sender's.
 """
 import argparse
 import json
@@ -113,9 +114,9 @@ def send(sock: socket.socket, port: int, rate: int, record: Path) -> None:
         while sent < due and not stop:
             try:
                 sock.sendto(data, dest)
+                sent += 1
             except OSError:
-                pass                    # QEMU not listening yet, or gone
-            sent += 1
+                due -= 1                # the host's buffer full: not sent
         if rate:
             time.sleep(0.0005)
     seconds = time.monotonic() - started

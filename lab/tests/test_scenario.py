@@ -178,3 +178,4 @@ def test_a_nic_is_a_rate_or_flood_and_runs_alone(tmp_path):
     with pytest.raises(LabError, match=r"s.scenario:3: nic must be packets "
                                        r"per second"):
         scenario.parse(write(tmp_path, base + "nic = fast\n"))
+
