@@ -45,8 +45,11 @@ ksoftirqd_ns() {
 }
 
 # Receive counters of every network interface, UDP's and softnet_stat's,
-# with the time read: the NIC scenarios' metrics over the measurement
-# alone (lab/results.py nic_metrics)
+# with the time read: the NIC scenarios' metrics over cyclictest's run
+# alone (lab/results.py nic_metrics).  Read next to cyclictest, into
+# /tmp, because under icount with sleep=off the guest's clock jumps
+# forward whenever both vCPUs are idle, and they are while the plan
+# waits for the host (9p) or sleeps without a short timer armed.
 net_counters() {
 	read -r up _ < /proc/uptime
 	echo "uptime $up"
@@ -67,7 +70,6 @@ fi
 [ -z "$PHASE_US" ] || usleep "$PHASE_US"
 
 cat /proc/softirqs > "$LAB/softirqs-before"
-net_counters > "$LAB/net-before"
 ksoftirqd_ns > "$LAB/ksoftirqd-before"
 
 i=0
@@ -160,14 +162,16 @@ latency_measurements() {
 # the module's whole life)
 SL=/sys/kernel/debug/softirq_load
 [ -z "$MODULE_ARGS" ] || echo 1 > $SL/reset
+net_counters > /tmp/net-before
 run_cyclictest "$MEASURE" /tmp/cyclictest.json /tmp/cyclictest-start.txt \
 	> "$LAB/affinity.txt"
+net_counters > /tmp/net-after
 [ -z "$MODULE_ARGS" ] || cat $SL/stats > "$LAB/module-stats-measured"
-cp /tmp/cyclictest.json /tmp/cyclictest.out /tmp/cyclictest-start.txt "$LAB/"
+cp /tmp/cyclictest.json /tmp/cyclictest.out /tmp/cyclictest-start.txt \
+	/tmp/net-before /tmp/net-after "$LAB/"
 latency_measurements cyclictest > /tmp/measurements
 ksoftirqd_ns > "$LAB/ksoftirqd-after"
 cat /proc/softirqs > "$LAB/softirqs-after"
-net_counters > "$LAB/net-after"
 mark measure
 
 # Trace phase, same load: cyclictest again, as long as the measurement,
