@@ -303,14 +303,22 @@ def _summary(runs: list, a: dict) -> list:
             few.append((var, scen))
         elif vs and vs["shown"] == "n.s.":
             none.append((var, scen))
-    lines.append("p99 holds (rank test, 5+ boots): " + (
+    # lines with a shorter form (counts; the rows below list them), used
+    # from the last such line back while the summary does not fit
+    n_holds = sum(len(v) for v in holds.values())
+    lines.append(("p99 holds (rank test, 5+ boots): " + (
         "; ".join(f"{k} in {', '.join(v)}" for k, v in holds.items())
-        if holds else "nothing") + ".")
+        if holds else "nothing") + ".",
+        f"p99 holds (rank test, 5+ boots) in {n_holds} comparisons, "
+        f"marked lower or higher below."))
     others = (f"the other {len(none)} comparison"
               f"{'s' if len(none) > 1 else ''}")
     if small:
-        lines.append("Small (significant, under 1.5x): " + ", ".join(small)
-                     + (f"; {others} n.s." if none else "."))
+        tail = f"; {others} n.s." if none else "."
+        lines.append(("Small (significant, under 1.5x): " +
+                      ", ".join(small) + tail,
+                      f"Small (significant, under 1.5x): {len(small)} "
+                      f"comparisons, marked small below" + tail))
     elif none:
         # the list is in the per-scenario rows; a count keeps the summary
         # whole within its lines
@@ -328,11 +336,22 @@ def _summary(runs: list, a: dict) -> list:
     if tally:
         lines.append("Predictions: " + ", ".join(
             f"{n} {k}" for k, n in sorted(tally.items())) + ".")
-    out = []
-    for line in lines:
-        out += _wrap(line, "  ")
-    assert len(out) <= SUMMARY_LINES, "summary too long:\n" + "\n".join(out)
-    return out
+    forms = sum(isinstance(line, tuple) for line in lines)
+
+    def wrapped(short: int) -> list:
+        """The summary with the last `short` two-form lines short."""
+        out, seen = [], 0
+        for line in lines:
+            if isinstance(line, tuple):
+                seen += 1
+                line = line[1] if seen > forms - short else line[0]
+            out += _wrap(line, "  ")
+        return out
+    for short in range(forms + 1):
+        out = wrapped(short)
+        if len(out) <= SUMMARY_LINES:
+            return out
+    raise AssertionError("summary too long:\n" + "\n".join(out))
 
 
 SUMMARY_LINES = 10

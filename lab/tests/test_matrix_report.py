@@ -414,3 +414,22 @@ def test_a_lone_scenario_runs_with_no_other_guest(tmp_path, monkeypatch):
     assert len(seen) == len(cells)
     assert all(s == ["nic"] for s in seen if "nic" in s), seen
     assert any(len(s) == 2 for s in seen), seen
+
+
+def test_a_long_summary_counts_instead_of_listing():
+    """With many kernels the small differences, then the holding ones,
+    become counts, so the summary keeps its 10 lines."""
+    names = [f"variant-{i:02d}" for i in range(12)]
+    cells = {}
+    for i, v in enumerate(names):
+        for scen in ("nic-rx", "nic-rx-overload"):
+            shown = "lower" if i % 2 else "small higher"
+            cells[f"{scen}/{v}"] = {"boots": [1, 2, 3, 4, 5], "vs_baseline": {
+                "p99": {"shown": shown, "ratio": 0.5 if i % 2 else 1.1}}}
+    a = {"variants": names, "scenarios": ["nic-rx", "nic-rx-overload"],
+         "cells": cells, "withheld": {}, "bases": {}}
+    run = {"accel": "tcg", "qemu": {"accel": {"name": "icount-3-slice20",
+                                              "args": []}}}
+    out = report._summary([run], a)
+    assert len(out) <= report.SUMMARY_LINES
+    assert any("12 comparisons, marked small below" in x for x in out)
