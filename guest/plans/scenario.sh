@@ -46,10 +46,7 @@ ksoftirqd_ns() {
 
 # Receive counters of every network interface, UDP's and softnet_stat's,
 # with the time read: the NIC scenarios' metrics over cyclictest's run
-# alone (lab/results.py nic_metrics).  Read next to cyclictest, into
-# /tmp, because under icount with sleep=off the guest's clock jumps
-# forward whenever both vCPUs are idle, and they are while the plan
-# waits for the host (9p) or sleeps without a short timer armed.
+# alone (lab/results.py nic_metrics).
 net_counters() {
 	read -r up _ < /proc/uptime
 	echo "uptime $up"
@@ -69,8 +66,6 @@ fi
 [ -z "$MODULE_ARGS" ] || insmod $KO $MODULE_ARGS
 [ -z "$PHASE_US" ] || usleep "$PHASE_US"
 
-cat /proc/softirqs > "$LAB/softirqs-before"
-ksoftirqd_ns > "$LAB/ksoftirqd-before"
 
 i=0
 bg=""
@@ -162,16 +157,24 @@ latency_measurements() {
 # the module's whole life)
 SL=/sys/kernel/debug/softirq_load
 [ -z "$MODULE_ARGS" ] || echo 1 > $SL/reset
+# The counters are read next to cyclictest's run and kept in /tmp until
+# it ends: under icount with sleep=off the guest's clock jumps ahead
+# while both vCPUs idle, as they do while the plan waits on the 9p share
+# (for seconds, with QEMU's I/O thread busy with a NIC flood).
+cat /proc/softirqs > /tmp/softirqs-before
+ksoftirqd_ns > /tmp/ksoftirqd-before
 net_counters > /tmp/net-before
 run_cyclictest "$MEASURE" /tmp/cyclictest.json /tmp/cyclictest-start.txt \
-	> "$LAB/affinity.txt"
+	> /tmp/affinity.txt
 net_counters > /tmp/net-after
+ksoftirqd_ns > /tmp/ksoftirqd-after
+cat /proc/softirqs > /tmp/softirqs-after
 [ -z "$MODULE_ARGS" ] || cat $SL/stats > "$LAB/module-stats-measured"
 cp /tmp/cyclictest.json /tmp/cyclictest.out /tmp/cyclictest-start.txt \
-	/tmp/net-before /tmp/net-after "$LAB/"
+	/tmp/affinity.txt /tmp/net-before /tmp/net-after \
+	/tmp/softirqs-before /tmp/softirqs-after /tmp/ksoftirqd-before \
+	/tmp/ksoftirqd-after "$LAB/"
 latency_measurements cyclictest > /tmp/measurements
-ksoftirqd_ns > "$LAB/ksoftirqd-after"
-cat /proc/softirqs > "$LAB/softirqs-after"
 mark measure
 
 # Trace phase, same load: cyclictest again, as long as the measurement,
