@@ -1,6 +1,8 @@
 # Scenario plan (one run of a scenario; see lab/scenario.py for the file
 # format).  Parameters from the host: DURATION, CYCLICTEST, MODULE_ARGS,
-# DISK, NBACKGROUND and BACKGROUND_0.., PROBE_ARGS, PROBE_MODULE_ARGS,
+# DISK, NBACKGROUND and BACKGROUND_0.. (one that should run until the
+# phases end writes its pid to /tmp/lab-stop-at-end), PROBE_ARGS,
+# PROBE_MODULE_ARGS,
 # TRACE (non-empty: a trace phase), TIMERLAT (non-empty: an rtla timerlat
 # phase with auto-analysis at this many us), PIN (a CPU: cyclictest's threads are
 # pinned there instead of set free), PHASE_US and BG_PHASE_US (waits that
@@ -215,6 +217,11 @@ if [ -n "$TIMERLAT" ]; then
 	mark timerlat
 fi
 
+# Background commands that run until the phases end (lab-nicrx's
+# receiver) left their pids in /tmp/lab-stop-at-end: stop them now.
+# shellcheck disable=SC2046
+[ ! -f /tmp/lab-stop-at-end ] ||
+	kill -TERM $(cat /tmp/lab-stop-at-end) 2> /dev/null || true
 for p in $bg; do
 	wait "$p" || echo "background $p failed" >&2
 done

@@ -10,17 +10,27 @@
  * iperf3's server wants its own control connection, hence this.
  *
  * Usage: udpsink PORT SECONDS
- * Prints "datagrams N" and "bytes N" at the end.
+ * Receives for SECONDS, or until SIGTERM (the plan stops it when its
+ * phases end); prints "datagrams N" and "bytes N" at the end.
  * Exit status: 0 ok, 1 socket error, 2 usage.
  */
 #include <errno.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <time.h>
+
+static volatile sig_atomic_t stopped;
+
+static void stop(int sig)
+{
+	(void)sig;
+	stopped = 1;
+}
 
 static double now(void)
 {
@@ -47,6 +57,7 @@ int main(int argc, char **argv)
 	/* a wake-up at least every 100 ms, so the deadline is kept */
 	struct timeval tick = { .tv_sec = 0, .tv_usec = 100000 };
 	struct sockaddr_in addr = { .sin_family = AF_INET };
+	struct sigaction term = { .sa_handler = stop };
 	unsigned long long datagrams = 0, bytes = 0;
 	char buf[65536];
 	double end;
@@ -66,8 +77,10 @@ int main(int argc, char **argv)
 		perror("udpsink: socket");
 		return 1;
 	}
+	/* no SA_RESTART: a SIGTERM ends the recv() it interrupts */
+	sigaction(SIGTERM, &term, NULL);
 	end = now() + secs;
-	while (now() < end) {
+	while (!stopped && now() < end) {
 		ssize_t n = recv(fd, buf, sizeof(buf), 0);
 
 		if (n >= 0) {
