@@ -3,9 +3,10 @@
 The module is built against each variant's tree and objects (it must
 match the kernel it is loaded into; build.ensure_tree brings the shared
 tree back to the variant first); the programs (guest/probe,
-guest/udpsink) are ordinary userspace C, built once.  Sources are copied into the cache and built there, so the
-checkout stays clean, and each result is cached by the content of its
-sources and, for the module, of the kernel it is built for.
+guest/udpsink) are ordinary userspace C, built once.  Sources are
+copied into the cache and built there, so the checkout stays clean, and
+each result is cached by the content of its sources and, for the
+module, of the kernel it is built for.
 """
 import hashlib
 import shutil

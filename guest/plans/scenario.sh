@@ -2,8 +2,7 @@
 # format).  Parameters from the host: DURATION, CYCLICTEST, MODULE_ARGS,
 # DISK, NBACKGROUND and BACKGROUND_0.. (one that should run until the
 # phases end writes its pid to /tmp/lab-stop-at-end), PROBE_ARGS,
-# PROBE_MODULE_ARGS,
-# TRACE (non-empty: a trace phase), TIMERLAT (non-empty: an rtla timerlat
+# PROBE_MODULE_ARGS, TRACE (non-empty: a trace phase), TIMERLAT (non-empty: an rtla timerlat
 # phase with auto-analysis at this many us), PIN (a CPU: cyclictest's threads are
 # pinned there instead of set free), PHASE_US and BG_PHASE_US (waits that
 # give each boot its own phase between the periodic loads, lab/scenario.py).
@@ -67,7 +66,6 @@ if [ "$DISK" != 0 ]; then
 fi
 [ -z "$MODULE_ARGS" ] || insmod $KO $MODULE_ARGS
 [ -z "$PHASE_US" ] || usleep "$PHASE_US"
-
 
 i=0
 bg=""
