@@ -644,9 +644,14 @@ def markdown(text: str, images: list, command: str,
                "Share of one CPU each vector took over the trace phase, "
                "run inline (on interrupt exit or at local_bh_enable, on "
                "top of whatever task was current) or in ksoftirqd, and "
-               "how often work was handed to ksoftirqd (its wake-ups); "
-               "from the trace's softirq_entry/exit and sched_waking "
-               "events, mean over the traced boots.", "", *accounting]
+               "how often work was handed to ksoftirqd: its wake-ups per "
+               "second; among them the early stops, a wake-up straight "
+               "after a handler's exit on the same CPU (a time or restart "
+               "limit, need_resched, or a variant's own break or "
+               "deferral); and per vector, how often it was still pending "
+               "at such a stop.  From the trace's softirq_raise/entry/exit "
+               "and sched_waking events, mean over the traced boots.", "",
+               *accounting]
     md += ["## Tail latency per boot", "", "![p99 and max](tails.png)", ""]
     md += ["## Share of samples above a latency, per boot", ""]
     md += [f"![{i}]({i})" for i in images if i.startswith("survival-")]

@@ -70,8 +70,9 @@ def analyse(runs: list) -> dict:
 
 def mean_accounting(boots: list) -> dict:
     """trace.softirq_accounting() over a cell's traced boots: the mean
-    share of a CPU per vector, inline and in ksoftirqd, and ksoftirqd's
-    wake-ups per traced second."""
+    share of a CPU per vector, inline and in ksoftirqd; and per traced
+    second, ksoftirqd's wake-ups, the early stops among them, and each
+    vector's hand-overs at those stops."""
     if not boots:
         return {}
     share = {}
@@ -79,13 +80,23 @@ def mean_accounting(boots: list) -> dict:
         for vec, where in b["cpu_percent"].items():
             for k, x in where.items():
                 share.setdefault(vec, {}).setdefault(k, []).append(x)
+
+    def per_s(count) -> float:
+        return sum(count(b) / b["seconds"] for b in boots
+                   if b["seconds"]) / len(boots)
+
+    vecs = sorted({v for b in boots for v in b.get("handed_over", {})})
     return {"boots": len(boots),
             "cpu_percent": {v: {k: sum(xs) / len(boots)
                                 for k, xs in w.items()}
                             for v, w in share.items()},
-            "ksoftirqd_wakeups_per_s": sum(
-                b["ksoftirqd_wakeups"] / b["seconds"] for b in boots
-                if b["seconds"]) / len(boots)}
+            "ksoftirqd_wakeups_per_s": per_s(
+                lambda b: b["ksoftirqd_wakeups"]),
+            "stopped_early_per_s": per_s(
+                lambda b: b.get("stopped_early", 0)),
+            "handed_over_per_s": {v: per_s(
+                lambda b, v=v: b.get("handed_over", {}).get(v, 0))
+                for v in vecs}}
 
 
 # vectors under this share of a CPU in every cell of a scenario are left
@@ -107,16 +118,21 @@ def accounting_table(t: dict, variants: list, scenarios: list) -> list:
         out += [f"{scen}:", "",
                 "| variant | boots | " + " | ".join(
                     f"{v} inline % | {v} in ksoftirqd %" for v in vecs) +
-                " | ksoftirqd wake-ups/s |",
-                "|---|---|" + "---|---|" * len(vecs) + "---|"]
+                " | ksoftirqd wake-ups/s | stopped early/s | handed over/s |",
+                "|---|---|" + "---|---|" * len(vecs) + "---|---|---|"]
         for var, a in rows:
             cells = []
             for vec in vecs:
                 w = a["cpu_percent"].get(vec, {})
                 cells += [f"{w.get('inline', 0):.1f}",
                           f"{w.get('ksoftirqd', 0):.1f}"]
+            handed = ", ".join(f"{v} {x:.0f}" for v, x in
+                               a.get("handed_over_per_s", {}).items()
+                               if x >= 0.5) or "-"
             out.append(f"| {var} | {a['boots']} | " + " | ".join(cells) +
-                       f" | {a['ksoftirqd_wakeups_per_s']:.0f} |")
+                       f" | {a['ksoftirqd_wakeups_per_s']:.0f}"
+                       f" | {a.get('stopped_early_per_s', 0):.0f}"
+                       f" | {handed} |")
         out.append("")
     return out
 

@@ -371,8 +371,15 @@ def softirq_accounting(events: list, cpus: dict) -> dict:
     """Where softirq work ran over the trace: per vector, the share of
     one CPU it took inline (on interrupt exit or at local_bh_enable, on
     top of whatever task) and in ksoftirqd (hard interrupts inside it
-    not counted); and how often the kernel handed work to ksoftirqd
-    (its wake-ups)."""
+    not counted); and how often the kernel handed work to ksoftirqd.
+
+    A wake-up of ksoftirqd that follows a handler's exit on the same
+    CPU, with nothing between, is processing that stopped with work
+    left (__do_softirq's time and restart limits, need_resched, and the
+    variants' own breaks and deferrals all wake ksoftirqd there); the
+    vectors raised on that CPU and not yet run are the ones handed over.
+    Any other wake-up is work raised where it could not run inline.
+    """
     if not events:
         return {}
     t0, t1 = events[0].ts, events[-1].ts
@@ -386,12 +393,27 @@ def softirq_accounting(events: list, cpus: dict) -> dict:
             cell = share.setdefault(label.split()[0],
                                     {"inline": 0.0, "ksoftirqd": 0.0})
             cell[where] += max(0.0, min(b, t1) - max(a, t0)) / span * 100
-    wakeups = sum(1 for e in events if e.name == "sched_waking" and
-                  e.args.get("comm", "").startswith("ksoftirqd/"))
+    wakeups, stopped, handed = 0, 0, {}
+    pending, last = {}, {}
+    for e in events:
+        if e.name == "softirq_raise":
+            pending.setdefault(e.cpu, set()).add(e.args["vec"])
+        elif e.name == "softirq_entry":
+            pending.get(e.cpu, set()).discard(e.args["vec"])
+        elif e.name == "sched_waking" and \
+                e.args.get("comm", "").startswith("ksoftirqd/"):
+            wakeups += 1
+            if last.get(e.cpu) == "softirq_exit":
+                stopped += 1
+                for vec in pending.get(e.cpu, ()):
+                    handed[vec] = handed.get(vec, 0) + 1
+        last[e.cpu] = e.name
     return {"seconds": round(t1 - t0, 3),
             "cpu_percent": {v: {k: round(x, 3) for k, x in c.items()}
                             for v, c in sorted(share.items())},
-            "ksoftirqd_wakeups": wakeups}
+            "ksoftirqd_wakeups": wakeups,
+            "stopped_early": stopped,
+            "handed_over": dict(sorted(handed.items()))}
 
 
 def explain(index: Index, w: Window, path_us: int = 0) -> dict:

@@ -331,3 +331,25 @@ def test_softirq_accounting_splits_inline_from_ksoftirqd():
     net_rx = got["cpu_percent"]["NET_RX"]
     assert abs(net_rx["inline"] - 10.0) < 0.01, net_rx       # 1 ms of 10
     assert abs(net_rx["ksoftirqd"] - 20.0) < 0.01, net_rx    # 2 ms of 10
+
+
+def test_softirq_accounting_tells_early_stops_from_other_wakeups():
+    """CPU0 runs TIMER with NET_RX still pending and wakes ksoftirqd/0
+    straight after: an early stop that hands NET_RX over.  CPU1 raises
+    BLOCK in a task and wakes ksoftirqd/1: a wake-up, not a stop."""
+    text = """\
+          <idle>-0     [000]    20.000000: softirq_raise:        vec=3 [action=NET_RX]
+          <idle>-0     [000]    20.000010: softirq_raise:        vec=1 [action=TIMER]
+          <idle>-0     [000]    20.000020: softirq_entry:        vec=1 [action=TIMER]
+          <idle>-0     [000]    20.000100: softirq_exit:         vec=1 [action=TIMER]
+          <idle>-0     [000]    20.000110: sched_waking:         comm=ksoftirqd/0 pid=14 prio=120 target_cpu=000
+              dd-90    [001]    20.000200: softirq_raise:        vec=4 [action=BLOCK]
+              dd-90    [001]    20.000210: sched_waking:         comm=ksoftirqd/1 pid=20 prio=120 target_cpu=001
+     ksoftirqd/0-14    [000]    20.000300: softirq_entry:        vec=3 [action=NET_RX]
+     ksoftirqd/0-14    [000]    20.000400: softirq_exit:         vec=3 [action=NET_RX]
+"""
+    events = trace.parse(text)
+    got = trace.softirq_accounting(events, trace.timeline(events))
+    assert got["ksoftirqd_wakeups"] == 2
+    assert got["stopped_early"] == 1
+    assert got["handed_over"] == {"NET_RX": 1}
