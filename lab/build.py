@@ -26,7 +26,8 @@ from .log import LabError, fmt_seconds, info, warn
 from .variants import Variant
 
 # Bump when the way a kernel is made changes (not what it is made from).
-RECIPE = "allnoconfig+fragments/x86_64/v3-shared-tree"
+RECIPE = "allnoconfig+common/variant-merged/x86_64/v4-shared-tree"
+COMMON_CONFIG = "lab.common.config"
 ARCH = "x86_64"
 IMAGE = "arch/x86/boot/bzImage"
 
@@ -209,23 +210,58 @@ def _make(tree: Path, objdir: Path, *targets: str, log=None,
 
 
 def configure(variant: Variant, tree: Path, objdir: Path, log: Path) -> Path:
-    """allnoconfig + common + variant fragment; verify every request."""
-    requests = kconfig.merged_requests([paths.COMMON_CONFIG, variant.config])
-    requests += [kconfig.Request("CONFIG_LOCALVERSION", f'"-{variant.name}"',
-                                 "lab/build.py (LOCALVERSION)"),
-                 kconfig.Request("CONFIG_LOCALVERSION_AUTO", "n",
-                                 "lab/build.py (LOCALVERSION)")]
+    """The generation's common config, then the variant's fragment on top;
+    verify every request.
+
+    allnoconfig + the common fragment + olddefconfig gives the common
+    config (kept as lab.common.config).  The variant's fragment is then
+    merged into it with the tree's merge_config.sh and olddefconfig runs
+    again, so options the fragment does not name keep their values.  In
+    a single allnoconfig pass a fragment that sets CONFIG_EXPERT (as
+    PREEMPT_RT needs) makes every option behind `if EXPERT` visible, and
+    allnoconfig turns them all off: on 6.12, 43 of them, the ACPI PM
+    timer, PROC_SYSCTL and VM_EVENT_COUNTERS among them.
+    """
+    common = kconfig.merged_requests([paths.COMMON_CONFIG])
+    common += [kconfig.Request("CONFIG_LOCALVERSION", f'"-{variant.name}"',
+                               "lab/build.py (LOCALVERSION)"),
+               kconfig.Request("CONFIG_LOCALVERSION_AUTO", "n",
+                               "lab/build.py (LOCALVERSION)")]
+    own = kconfig.parse_fragment(variant.config)
     fragment = objdir / "lab.fragment"
-    kconfig.write_fragment(requests, fragment)
+    kconfig.write_fragment(common, fragment)
     _make(tree, objdir, f"KCONFIG_ALLCONFIG={fragment}", "allnoconfig",
           log=log)
     _make(tree, objdir, "olddefconfig", log=log)
     config = objdir / ".config"
+    shutil.copy2(config, objdir / COMMON_CONFIG)
+    if own:
+        _merge(tree, objdir, variant.config, log)
+        _make(tree, objdir, "olddefconfig", log=log)
+    requests = {r.option: r for r in common + own}.values()
     bad = kconfig.mismatches(kconfig.read_config(config), requests)
     if bad:
         raise LabError(f"variant {variant.name}: the kernel config dropped "
                        f"options asked for:\n  " + "\n  ".join(bad))
     return config
+
+
+def _merge(tree: Path, objdir: Path, fragment: Path, log: Path) -> None:
+    script = tree / "scripts/kconfig/merge_config.sh"
+    cmd = ["sh", str(script), "-m", "-O", str(objdir),
+           str(objdir / ".config"), str(fragment.resolve())]
+    with open(log, "a") as out:
+        rc = subprocess.run(cmd, cwd=objdir, stdout=out,
+                            stderr=subprocess.STDOUT).returncode
+    if rc != 0:
+        raise LabError(f"merging {fragment} into the common config failed "
+                       f"(exit {rc}); full log: {log}")
+
+
+def config_changes(objdir: Path) -> list:
+    """What the variant's fragment changed in the common config."""
+    return kconfig.changes(kconfig.read_config(objdir / COMMON_CONFIG),
+                           kconfig.read_config(objdir / ".config"))
 
 
 def cached(variant: Variant, content_hash: str):
@@ -395,6 +431,7 @@ def _build(variant: Variant, repo: Path, digest: str, version: str,
         "patches": [{"name": p.name, "sha256": _sha256(p)}
                     for p in variant.patches],
         "config_sha256": _sha256(config),
+        "config_changes": config_changes(objdir),
         "image_sha256": _sha256(objdir / IMAGE),
         "tree": str(tree),
         "objdir": str(objdir),

@@ -91,3 +91,11 @@ def write_fragment(requests: list, dest: Path) -> None:
     lines = [f"# {r.option} is not set" if r.value == "n"
              else f"{r.option}={r.value}" for r in requests]
     dest.write_text("\n".join(lines) + "\n")
+
+
+def changes(before: dict, after: dict) -> list:
+    """'CONFIG_FOO: y -> n' for each option whose value differs between
+    two read_config() results (an absent option counts as n)."""
+    return [f"{opt}: {before.get(opt, 'n')} -> {after.get(opt, 'n')}"
+            for opt in sorted(before.keys() | after.keys())
+            if before.get(opt, "n") != after.get(opt, "n")]

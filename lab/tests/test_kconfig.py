@@ -67,3 +67,13 @@ def test_honoured_fragment_has_no_mismatch(tmp_path):
 
 def test_repository_fragments_parse():
     assert len(kconfig.parse_fragment(paths.COMMON_CONFIG)) > 20
+
+
+def test_changes_lists_each_option_whose_value_differs():
+    before = {"CONFIG_PREEMPT": "y", "CONFIG_X86_PM_TIMER": "y",
+              "CONFIG_HZ": "250"}
+    after = {"CONFIG_PREEMPT_RT": "y", "CONFIG_X86_PM_TIMER": "y",
+             "CONFIG_HZ": "250"}
+    assert kconfig.changes(before, after) == [
+        "CONFIG_PREEMPT: y -> n", "CONFIG_PREEMPT_RT: n -> y"]
+    assert kconfig.changes(after, after) == []
