@@ -650,7 +650,10 @@ def markdown(text: str, images: list, command: str,
                "limit, need_resched, or a variant's own break or "
                "deferral); and per vector, how often it was still pending "
                "at such a stop.  From the trace's softirq_raise/entry/exit "
-               "and sched_waking events, mean over the traced boots.", "",
+               "and sched_waking events, mean over the traced boots.  The "
+               "last column is the share of cyclictest's traced samples "
+               "that ran on CPU0, where the scenarios raise their "
+               "softirqs.", "",
                *accounting]
     md += ["## Tail latency per boot", "", "![p99 and max](tails.png)", ""]
     md += ["## Share of samples above a latency, per boot", ""]

@@ -86,6 +86,8 @@ def mean_accounting(boots: list) -> dict:
                    if b["seconds"]) / len(boots)
 
     vecs = sorted({v for b in boots for v in b.get("handed_over", {})})
+    cpus = sorted({c for b in boots for c in b.get("cyclictest_cpu_percent",
+                                                   {})})
     return {"boots": len(boots),
             "cpu_percent": {v: {k: sum(xs) / len(boots)
                                 for k, xs in w.items()}
@@ -96,7 +98,10 @@ def mean_accounting(boots: list) -> dict:
                 lambda b: b.get("stopped_early", 0)),
             "handed_over_per_s": {v: per_s(
                 lambda b, v=v: b.get("handed_over", {}).get(v, 0))
-                for v in vecs}}
+                for v in vecs},
+            "cyclictest_cpu_percent": {c: sum(
+                b.get("cyclictest_cpu_percent", {}).get(c, 0)
+                for b in boots) / len(boots) for c in cpus}}
 
 
 # vectors under this share of a CPU in every cell of a scenario are left
@@ -118,8 +123,9 @@ def accounting_table(t: dict, variants: list, scenarios: list) -> list:
         out += [f"{scen}:", "",
                 "| variant | boots | " + " | ".join(
                     f"{v} inline % | {v} in ksoftirqd %" for v in vecs) +
-                " | ksoftirqd wake-ups/s | stopped early/s | handed over/s |",
-                "|---|---|" + "---|---|" * len(vecs) + "---|---|---|"]
+                " | ksoftirqd wake-ups/s | stopped early/s | handed over/s"
+                " | cyclictest on CPU0 % |",
+                "|---|---|" + "---|---|" * len(vecs) + "---|---|---|---|"]
         for var, a in rows:
             cells = []
             for vec in vecs:
@@ -129,10 +135,12 @@ def accounting_table(t: dict, variants: list, scenarios: list) -> list:
             handed = ", ".join(f"{v} {x:.0f}" for v, x in
                                a.get("handed_over_per_s", {}).items()
                                if x >= 0.5) or "-"
+            where = a.get("cyclictest_cpu_percent", {})
+            on_cpu0 = f"{where.get('0', 0):.0f}" if where else "-"
             out.append(f"| {var} | {a['boots']} | " + " | ".join(cells) +
                        f" | {a['ksoftirqd_wakeups_per_s']:.0f}"
                        f" | {a.get('stopped_early_per_s', 0):.0f}"
-                       f" | {handed} |")
+                       f" | {handed} | {on_cpu0} |")
         out.append("")
     return out
 

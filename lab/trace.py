@@ -416,6 +416,16 @@ def softirq_accounting(events: list, cpus: dict) -> dict:
             "handed_over": dict(sorted(handed.items()))}
 
 
+def residency(windows: list) -> dict:
+    """{cpu: percent of the samples}: where cyclictest's threads ran,
+    the CPU of each sample's end (its next sleep, in its own context)."""
+    count = {}
+    for w in windows:
+        count[w.end.cpu] = count.get(w.end.cpu, 0) + 1
+    return {str(cpu): round(n / len(windows) * 100, 1)
+            for cpu, n in sorted(count.items())}
+
+
 def explain(index: Index, w: Window, path_us: int = 0) -> dict:
     """Why the sample `w` ran only at its end: the activity of each CPU
     involved between the expected wake-up and its end; `path_us`, the
@@ -522,7 +532,8 @@ def explain_run(run_dir: Path, over_us: int, cyclictest: dict = None,
            "causes": dict(sorted(causes.items(), key=lambda kv: -kv[1])),
            "max_us": lat[-1] if lat else 0, "p99_us": _p99(lat),
            "worst": [dict(x, trace=str(dat)) for x in explained[:worst]],
-           "softirqs": softirq_accounting(events, index.cpus)}
+           "softirqs": dict(softirq_accounting(events, index.cpus),
+                            cyclictest_cpu_percent=residency(found))}
     if agreed:
         out["agreement"] = agreed
     return out

@@ -16,10 +16,13 @@ def test_the_report_counts_traced_runs_that_agree():
 def test_accounting_averages_boots_and_leaves_out_small_vectors():
     boot = {"seconds": 10.0, "ksoftirqd_wakeups": 100, "stopped_early": 40,
             "handed_over": {"NET_RX": 30, "TIMER": 2},
+            "cyclictest_cpu_percent": {"0": 100.0},
             "cpu_percent": {"NET_RX": {"inline": 40.0, "ksoftirqd": 10.0},
                             "TIMER": {"inline": 0.1, "ksoftirqd": 0.0}}}
     other = dict(boot, ksoftirqd_wakeups=300, stopped_early=0,
-                 handed_over={}, cpu_percent={
+                 handed_over={}, cyclictest_cpu_percent={"0": 50.0,
+                                                          "1": 50.0},
+                 cpu_percent={
         "NET_RX": {"inline": 20.0, "ksoftirqd": 30.0}})
     a = report_traces.mean_accounting([boot, other])
     assert a["cpu_percent"]["NET_RX"] == {"inline": 30.0, "ksoftirqd": 20.0}
@@ -29,4 +32,5 @@ def test_accounting_averages_boots_and_leaves_out_small_vectors():
     assert "NET_RX inline %" in rows[2] and "TIMER" not in rows[2]
     assert a["stopped_early_per_s"] == 2.0
     assert a["handed_over_per_s"] == {"NET_RX": 1.5, "TIMER": 0.1}
-    assert rows[4] == "| base | 2 | 30.0 | 20.0 | 20 | 2 | NET_RX 2 |"
+    assert a["cyclictest_cpu_percent"] == {"0": 75.0, "1": 25.0}
+    assert rows[4] == "| base | 2 | 30.0 | 20.0 | 20 | 2 | NET_RX 2 | 75 |"

@@ -353,3 +353,9 @@ def test_softirq_accounting_tells_early_stops_from_other_wakeups():
     assert got["ksoftirqd_wakeups"] == 2
     assert got["stopped_early"] == 1
     assert got["handed_over"] == {"NET_RX": 1}
+
+
+def test_residency_is_the_share_of_samples_per_cpu():
+    from types import SimpleNamespace as NS
+    windows = [NS(end=NS(cpu=c)) for c in (0, 0, 0, 1)]
+    assert trace.residency(windows) == {"0": 75.0, "1": 25.0}
