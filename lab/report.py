@@ -652,7 +652,7 @@ def markdown(text: str, images: list, command: str,
                "at such a stop.  From the trace's softirq_raise/entry/exit "
                "and sched_waking events, mean over the traced boots.  The "
                "last column is the share of cyclictest's traced samples "
-               "that ran on CPU0, where the scenarios raise their "
+               "that ran on CPU0, where most scenarios raise their "
                "softirqs.", "",
                *accounting]
     md += ["## Tail latency per boot", "", "![p99 and max](tails.png)", ""]
