@@ -27,7 +27,7 @@ from .variants import Variant
 
 # Bump when the way a kernel is made changes (not what it is made from).
 RECIPE = "allnoconfig+common/variant-merged/x86_64/v4-shared-tree"
-COMMON_CONFIG = "lab.common.config"
+COMMON_DOTCONFIG = "lab.common.config"
 ARCH = "x86_64"
 IMAGE = "arch/x86/boot/bzImage"
 
@@ -222,7 +222,7 @@ def configure(variant: Variant, tree: Path, objdir: Path, log: Path) -> Path:
     allnoconfig turns them all off: on 6.12, 43 of them, the ACPI PM
     timer, PROC_SYSCTL and VM_EVENT_COUNTERS among them.
     """
-    common = kconfig.merged_requests([paths.COMMON_CONFIG])
+    common = kconfig.parse_fragment(paths.COMMON_CONFIG)
     common += [kconfig.Request("CONFIG_LOCALVERSION", f'"-{variant.name}"',
                                "lab/build.py (LOCALVERSION)"),
                kconfig.Request("CONFIG_LOCALVERSION_AUTO", "n",
@@ -234,7 +234,7 @@ def configure(variant: Variant, tree: Path, objdir: Path, log: Path) -> Path:
           log=log)
     _make(tree, objdir, "olddefconfig", log=log)
     config = objdir / ".config"
-    shutil.copy2(config, objdir / COMMON_CONFIG)
+    shutil.copy2(config, objdir / COMMON_DOTCONFIG)
     if own:
         _merge(tree, objdir, variant.config, log)
         _make(tree, objdir, "olddefconfig", log=log)
@@ -260,7 +260,7 @@ def _merge(tree: Path, objdir: Path, fragment: Path, log: Path) -> None:
 
 def config_changes(objdir: Path) -> list:
     """What the variant's fragment changed in the common config."""
-    return kconfig.changes(kconfig.read_config(objdir / COMMON_CONFIG),
+    return kconfig.changes(kconfig.read_config(objdir / COMMON_DOTCONFIG),
                            kconfig.read_config(objdir / ".config"))
 
 
