@@ -12,6 +12,7 @@ from pathlib import Path
 from . import (figures, kconfig, metrics, paths, predictions, report_traces,
                results, stats, store)
 from .log import LabError, warn
+from .variants import discover as discover_variants
 from .textfmt import WIDTH, fmt_us, wrap as _wrap
 
 
@@ -202,15 +203,21 @@ NULL_LIMIT_US = 1000
 NULL_CONTROL = "null-hog"
 
 
-def kernel_setup() -> str:
+def kernel_setup(names: list = ()) -> str:
     """HZ and preemption model, from the fragment every variant shares
-    (the build verifies that the kernels have them)."""
+    (the build verifies that the kernels have them), and the variants
+    among `names` whose own fragment turns on PREEMPT_RT instead."""
     req = {r.option: r.value for r in
-           kconfig.merged_requests([paths.COMMON_CONFIG])}
+           kconfig.parse_fragment(paths.COMMON_CONFIG)}
     hz = next((o[len("CONFIG_HZ_"):] for o, v in req.items()
                if o.startswith("CONFIG_HZ_") and v == "y"), "?")
     model = ("full preemption (CONFIG_PREEMPT)" if req.get("CONFIG_PREEMPT")
              == "y" else "voluntary or none")
+    rt = [v.name for v in discover_variants() if v.name in names and
+          any(r.option == "CONFIG_PREEMPT_RT" and r.value == "y"
+              for r in kconfig.parse_fragment(v.config))]
+    if rt:
+        model += f", PREEMPT_RT instead for {', '.join(rt)}"
     return f"HZ={hz}, {model}"
 
 
@@ -236,7 +243,7 @@ def _setup_lines(runs: list, a: dict, descriptions: dict) -> list:
     out = _wrap("Kernel: " + "; ".join(
         f"Linux {version} (Debian linux-source-{source}) for "
         f"{', '.join(vs)}" for (version, source), vs in per.items())
-        + f"; {kernel_setup()}.", "  ")
+        + f"; {kernel_setup(a['variants'])}.", "  ")
     emulator = q["accel"].get("emulator")
     which = (f"the lab's QEMU ({emulator['source']} with "
              f"{', '.join(emulator['patches'])}; build {emulator['build']})"

@@ -433,3 +433,12 @@ def test_a_long_summary_counts_instead_of_listing():
     out = report._summary([run], a)
     assert len(out) <= report.SUMMARY_LINES
     assert any("12 comparisons, marked small below" in x for x in out)
+
+
+def test_the_setup_names_the_kernels_built_with_preempt_rt():
+    from lab import report
+    assert report.kernel_setup(["mainline-6.12"]) == \
+        "HZ=250, full preemption (CONFIG_PREEMPT)"
+    assert report.kernel_setup(["mainline-6.12", "preempt-rt-6.12"]) == \
+        ("HZ=250, full preemption (CONFIG_PREEMPT), PREEMPT_RT instead "
+         "for preempt-rt-6.12")
