@@ -121,9 +121,9 @@ def accounting_table(t: dict, variants: list, scenarios: list) -> list:
         if not rows:
             continue
         out += [f"{scen}:", "",
-                "| variant | boots | " + " | ".join(
-                    f"{v} inline % | {v} in ksoftirqd %" for v in vecs) +
-                " | ksoftirqd wake-ups/s | stopped early/s | handed over/s"
+                "| variant | boots | " + "".join(
+                    f"{v} inline % | {v} in ksoftirqd % | " for v in vecs) +
+                "ksoftirqd wake-ups/s | stopped early/s | handed over/s"
                 " | cyclictest on CPU0 % |",
                 "|---|---|" + "---|---|" * len(vecs) + "---|---|---|---|"]
         for var, a in rows:
@@ -137,8 +137,9 @@ def accounting_table(t: dict, variants: list, scenarios: list) -> list:
                                if x >= 0.5) or "-"
             where = a.get("cyclictest_cpu_percent", {})
             on_cpu0 = f"{where.get('0', 0):.0f}" if where else "-"
-            out.append(f"| {var} | {a['boots']} | " + " | ".join(cells) +
-                       f" | {a['ksoftirqd_wakeups_per_s']:.0f}"
+            out.append(f"| {var} | {a['boots']} | " +
+                       "".join(f"{c} | " for c in cells) +
+                       f"{a['ksoftirqd_wakeups_per_s']:.0f}"
                        f" | {a.get('stopped_early_per_s', 0):.0f}"
                        f" | {handed} | {on_cpu0} |")
         out.append("")

@@ -34,3 +34,15 @@ def test_accounting_averages_boots_and_leaves_out_small_vectors():
     assert a["handed_over_per_s"] == {"NET_RX": 1.5, "TIMER": 0.1}
     assert a["cyclictest_cpu_percent"] == {"0": 75.0, "1": 25.0}
     assert rows[4] == "| base | 2 | 30.0 | 20.0 | 20 | 2 | NET_RX 2 | 75 |"
+
+
+def test_accounting_table_without_a_vector_has_no_empty_column():
+    a = report_traces.mean_accounting([{
+        "seconds": 10.0, "ksoftirqd_wakeups": 0,
+        "cpu_percent": {"TIMER": {"inline": 0.1, "ksoftirqd": 0.0}}}])
+    rows = report_traces.accounting_table({"idle/base": {"softirqs": a}},
+                                          ["base"], ["idle"])
+    assert rows[2] == ("| variant | boots | ksoftirqd wake-ups/s | "
+                       "stopped early/s | handed over/s | "
+                       "cyclictest on CPU0 % |")
+    assert rows[4] == "| base | 1 | 0 | 0 | - | - |"
