@@ -19,6 +19,7 @@ is still widening the threads' affinity the first samples are pinned
 ones; a full trace explains the worst wake-ups of a whole fair run.
 """
 import bisect
+from collections import Counter
 import re
 import subprocess
 from dataclasses import dataclass, field
@@ -393,7 +394,7 @@ def softirq_accounting(events: list, cpus: dict) -> dict:
             cell = share.setdefault(label.split()[0],
                                     {"inline": 0.0, "ksoftirqd": 0.0})
             cell[where] += max(0.0, min(b, t1) - max(a, t0)) / span * 100
-    wakeups, stopped, handed = 0, 0, {}
+    wakeups, stopped, handed = 0, 0, Counter()
     pending, last = {}, {}
     for e in events:
         if e.name == "softirq_raise":
@@ -405,8 +406,7 @@ def softirq_accounting(events: list, cpus: dict) -> dict:
             wakeups += 1
             if last.get(e.cpu) == "softirq_exit":
                 stopped += 1
-                for vec in pending.get(e.cpu, ()):
-                    handed[vec] = handed.get(vec, 0) + 1
+                handed.update(pending.get(e.cpu, ()))
         last[e.cpu] = e.name
     return {"seconds": round(t1 - t0, 3),
             "cpu_percent": {v: {k: round(x, 3) for k, x in c.items()}
@@ -419,9 +419,7 @@ def softirq_accounting(events: list, cpus: dict) -> dict:
 def residency(windows: list) -> dict:
     """{cpu: percent of the samples}: where cyclictest's threads ran,
     the CPU of each sample's end (its next sleep, in its own context)."""
-    count = {}
-    for w in windows:
-        count[w.end.cpu] = count.get(w.end.cpu, 0) + 1
+    count = Counter(w.end.cpu for w in windows)
     return {str(cpu): round(n / len(windows) * 100, 1)
             for cpu, n in sorted(count.items())}
 
