@@ -1,22 +1,22 @@
 """Every metric the lab reports, declared once.
 
 A metric has a name, a unit, which way is better, where a boot's value
-comes from and what it means.  The guest plan, the run summaries
-(lab/results.py), the per-boot statistics (lab/stats.py), the report
-and LAVA's test cases all take them from here.  Adding one:
+comes from and what it means.  The run summaries (lab/results.py), the
+per-boot statistics (lab/stats.py) and the report take them from here.
+Adding one:
 
   - a latency metric: a line in LATENCY with how a boot's sorted
     cyclictest samples give its value;
-  - a cost metric of a load generator: a line in COST naming its guest
-    tool (guest/bin/), which prints `metric NAME VALUE UNIT` when it ends
-    (the plan passes that line on to LAVA as a test case);
   - a counter of the test module over the measurement: a line in COST
     with source softirq_load, computed in results.module_metrics();
-  - a network counter over the measurement: source nic, computed in
-    results.nic_metrics() from the plan's net-before/after.
+  - a kernel counter over the measurement (network, UDP, scratch disk):
+    a line in COST with its source, computed in results.counter_metrics()
+    from the plan's net-before/after.
 
-A `metric` line the declarations do not know is an error that names the
-log and line; a test checks that tools and declarations agree.
+The load generators (guest/bin/) only make load: they run until the plan
+stops them, and their work is read from the kernel's counters over
+cyclictest's own run, so every cost covers the same window as the
+latencies it is weighed against.
 """
 import math
 from dataclasses import dataclass
@@ -68,17 +68,18 @@ LATENCY = [
 
 # What the load costs or achieves, one value per boot.
 COST = [
-    Metric("block_read_mb_s", "MB/s", "higher", "lab-blockread",
-           "direct reads from the scratch disk"),
-    Metric("udp_rx_mbit_s", "Mbit/s", "higher", "lab-udpflood",
-           "UDP received over loopback"),
-    Metric("udp_lost_percent", "%", "lower", "lab-udpflood",
+    # the kernel's counters over the measurement (net-before/after,
+    # lab/results.py counter_metrics): the scratch disk's (lab-blockread,
+    # lab-fsnoise), loopback UDP's (lab-udpflood), and the NIC's
+    # (lab/nicload.py sends, guest/bin/lab-nicrx receives)
+    Metric("block_read_mb_s", "MB/s", "higher", "disk",
+           "MB read from the scratch disk, per guest second"),
+    Metric("block_write_mb_s", "MB/s", "higher", "disk",
+           "MB written to the scratch disk, per guest second"),
+    Metric("udp_rx_mbit_s", "Mbit/s", "higher", "loopback",
+           "UDP flood received over loopback (its rx_bytes)"),
+    Metric("udp_lost_percent", "%", "lower", "loopback",
            "UDP datagrams sent but not received"),
-    Metric("fs_noise_rounds", "rounds", "higher", "lab-fsnoise",
-           "write-sync-delete rounds of the filesystem noise"),
-    # the NIC scenarios' kernel counters over the measurement (net-before/
-    # after, lab/results.py); lab/nicload.py sends, guest/bin/lab-nicrx
-    # receives
     Metric("nic_rx_kpps", "kpps", "higher", "nic",
            "frames the network drivers received, per guest second"),
     Metric("nic_app_kpps", "kpps", "higher", "nic",
@@ -111,17 +112,3 @@ def get(name: str) -> Metric:
     except KeyError:
         raise LabError(f"metric {name!r} is not declared in "
                        f"lab/metrics.py") from None
-
-
-def from_tool(name: str, unit: str, where: str) -> Metric:
-    """The declaration of a `metric NAME VALUE UNIT` line a guest tool
-    printed at `where` (file:line): known name, same unit."""
-    m = BY_NAME.get(name)
-    if m is None or m.source in ("cyclictest", "ksoftirqd", "softirq_load",
-                                 "nic"):
-        raise LabError(f"{where}: metric {name!r} is not declared as a "
-                       f"guest tool's in lab/metrics.py")
-    if unit != m.unit:
-        raise LabError(f"{where}: metric {name} in {unit!r}, declared in "
-                       f"{m.unit!r} (lab/metrics.py)")
-    return m

@@ -4,7 +4,6 @@ Everything here reads files the guest wrote; nothing re-runs.  So a report
 can be made wherever the results were copied.
 """
 import json
-import re
 from pathlib import Path
 
 from . import cyclictest, metrics, stats, store, timerlat, trace
@@ -32,24 +31,6 @@ def ksoftirqd_seconds(before: Path, after: Path) -> float:
     return sum(a[k] - b.get(k, 0) for k in a) / 1e9
 
 
-METRIC_RE = re.compile(r"^metric (\S+) ([-0-9.e+]+) (.*)$")
-
-
-def tool_metrics(run_dir: Path) -> dict:
-    """'metric NAME VALUE UNIT' lines of the background commands, each
-    one declared in lab/metrics.py."""
-    out = {}
-    for log in sorted(run_dir.glob("bg-*.log")):
-        lines = log.read_text(errors="replace").splitlines()
-        for n, line in enumerate(lines, 1):
-            m = METRIC_RE.match(line.strip())
-            if m:
-                metrics.from_tool(m.group(1), m.group(3), f"{log}:{n}")
-                out[m.group(1)] = {"value": float(m.group(2)),
-                                   "unit": m.group(3)}
-    return out
-
-
 def module_metrics(run_dir: Path) -> dict:
     """The test module's counters over the measurement
     (module-stats-measured: one line of key=value), as cost metrics."""
@@ -72,11 +53,12 @@ def module_metrics(run_dir: Path) -> dict:
             for name, v in values.items()}
 
 
-def _net_counters(path: Path) -> dict:
+def _counters(path: Path) -> dict:
     """A net-before/after file (guest/plans/scenario.sh net_counters):
-    the time, rx_packets per interface, UDP's counters by name, and
-    time_squeeze summed over CPUs."""
-    out = {"rx": {}, "udp": {}, "squeeze": 0}
+    the time, rx_packets and rx_bytes per interface, UDP's counters by
+    name, time_squeeze summed over CPUs, and the scratch disk's sectors
+    read and written (absent without a disk)."""
+    out = {"rx": {}, "rx_bytes": {}, "udp": {}, "squeeze": 0}
     udp_names = None
     for line in path.read_text().splitlines():
         w = line.split()
@@ -86,38 +68,67 @@ def _net_counters(path: Path) -> dict:
             out["uptime"] = float(w[1])
         elif w[0] == "rx_packets":
             out["rx"][w[1]] = int(w[2])
+        elif w[0] == "rx_bytes":
+            out["rx_bytes"][w[1]] = int(w[2])
         elif w[0] == "Udp:" and udp_names is None:
             udp_names = w[1:]
         elif w[0] == "Udp:":
             out["udp"] = dict(zip(udp_names, (int(x) for x in w[1:])))
         elif w[0] == "softnet":
             out["squeeze"] += int(w[3], 16)
+        elif w[0] == "disk":
+            # /sys/block/<dev>/stat: sectors read 3rd, written 7th
+            out["disk_sectors"] = (int(w[4]), int(w[8]))
     return out
 
 
-def nic_metrics(run_dir: Path) -> dict:
-    """The NIC scenarios' metrics over the measurement (net-before and
-    net-after), for runs that had a network device besides loopback."""
+def measured_seconds(run_dir: Path) -> float:
+    """Guest seconds from the first counter reading to the last: what the
+    rates over the measurement divide by (0 if the run has no readings)."""
+    paths = [run_dir / f"net-{w}" for w in ("before", "after")]
+    if not all(p.is_file() for p in paths):
+        return 0.0
+    b, a = (_counters(p) for p in paths)
+    return a.get("uptime", 0.0) - b.get("uptime", 0.0)
+
+
+def counter_metrics(run_dir: Path) -> dict:
+    """The loads' metrics from the kernel's counters over the measurement
+    (net-before and net-after): the NIC's for runs with a network device
+    besides loopback, the loopback UDP flood's for runs that sent UDP, the
+    scratch disk's for runs with a disk."""
     paths = [run_dir / f"net-{w}" for w in ("before", "after")]
     if not all(p.is_file() for p in paths):
         return {}
+    values = {}
     try:
-        b, a = (_net_counters(p) for p in paths)
-        nics = [n for n in a["rx"] if n != "lo"]
-        if not nics:
-            return {}
+        b, a = (_counters(p) for p in paths)
         secs = a["uptime"] - b["uptime"]
-        rx = sum(a["rx"][n] - b["rx"].get(n, 0) for n in nics)
-        read, full = (a["udp"][k] - b["udp"][k]
-                      for k in ("InDatagrams", "RcvbufErrors"))
-        values = {"nic_rx_kpps": rx / secs / 1000,
-                  "nic_app_kpps": read / secs / 1000,
-                  "nic_rcvbuf_drop_percent":
-                  100 * full / (read + full) if read + full else 0.0,
-                  "net_rx_squeezes": a["squeeze"] - b["squeeze"]}
+
+        def udp(k):
+            return a["udp"][k] - b["udp"][k]
+        nics = [n for n in a["rx"] if n != "lo"]
+        if nics:
+            rx = sum(a["rx"][n] - b["rx"].get(n, 0) for n in nics)
+            read, full = udp("InDatagrams"), udp("RcvbufErrors")
+            values |= {"nic_rx_kpps": rx / secs / 1000,
+                       "nic_app_kpps": read / secs / 1000,
+                       "nic_rcvbuf_drop_percent":
+                       100 * full / (read + full) if read + full else 0.0,
+                       "net_rx_squeezes": a["squeeze"] - b["squeeze"]}
+        sent = udp("OutDatagrams")
+        if sent and "lo" in a["rx_bytes"]:   # (older plans: no rx_bytes)
+            lo = a["rx_bytes"]["lo"] - b["rx_bytes"]["lo"]
+            values |= {"udp_rx_mbit_s": 8 * lo / secs / 1e6,
+                       "udp_lost_percent":
+                       100 * max(0, sent - udp("InDatagrams")) / sent}
+        if "disk_sectors" in a:
+            rd, wr = (512 * (x - y) / secs / 1e6 for x, y in
+                      zip(a["disk_sectors"], b["disk_sectors"]))
+            values |= {"block_read_mb_s": rd, "block_write_mb_s": wr}
     except (KeyError, ValueError, IndexError, ZeroDivisionError) as e:
         raise LabError(f"{run_dir}/net-before, net-after: not the plan's "
-                       f"network counters ({e!r})") from None
+                       f"counters ({e!r})") from None
     return {name: {"value": v, "unit": metrics.get(name).unit}
             for name, v in values.items()}
 
@@ -162,7 +173,10 @@ def summarize(run_dir: Path) -> dict:
     if record["status"] != "ok":
         return out
     ct = json.loads((run_dir / "cyclictest.json").read_text())
-    duration = int(record.get("plan_env", {}).get("DURATION", 0)) or 1
+    # runs from before the plan read the time with its counters divide
+    # by the measurement's nominal length
+    seconds = measured_seconds(run_dir) or int(
+        record.get("plan_env", {}).get("DURATION", 0)) or 1
     before, after = (softirqs(run_dir / f"softirqs-{w}")
                      for w in ("before", "after"))
     kept = latency(run_dir, "cyclictest", ct)
@@ -177,9 +191,8 @@ def summarize(run_dir: Path) -> dict:
         softirqs={v: after.get(v, 0) - before.get(v, 0) for v in VECTORS},
         ksoftirqd_cpu_percent=100 * ksoftirqd_seconds(
             run_dir / "ksoftirqd-before", run_dir / "ksoftirqd-after")
-        / duration,
-        metrics=tool_metrics(run_dir) | module_metrics(run_dir) |
-        nic_metrics(run_dir),
+        / seconds,
+        metrics=module_metrics(run_dir) | counter_metrics(run_dir),
         probe=probe(run_dir))
     traced = run_dir / "cyclictest-traced.json"
     if traced.is_file():

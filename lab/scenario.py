@@ -5,7 +5,9 @@
     duration    = 20                      (seconds of measurement)
     cyclictest  = -t 1 -p 99 -i 1000      (options; the lab adds the rest)
     module      = vector=block spin_us=5000 period_us=20000 cpu=0
-    background  = stress-ng --cpu 2       (may repeat; run during the test)
+    background  = stress-ng --cpu 2       (may repeat; runs through every
+                                           phase and is stopped when they
+                                           end; $DURATION only bounds it)
     disk        = 256                     (MB scratch disk, one queue)
     probe       = -n 300 -c 0 -W 1        (softirq_probe, after cyclictest)
     probe_module = vector=block spin_us=5000 cpu=0

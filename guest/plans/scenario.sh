@@ -1,23 +1,28 @@
 # Scenario plan (one run of a scenario; see lab/scenario.py for the file
 # format).  Parameters from the host: DURATION, CYCLICTEST, MODULE_ARGS,
-# DISK, NBACKGROUND and BACKGROUND_0.. (one that should run until the
-# phases end writes its pid to /tmp/lab-stop-at-end), PROBE_ARGS,
+# DISK, NBACKGROUND and BACKGROUND_0.. (loads that run through every
+# phase and are stopped when the phases end), PROBE_ARGS,
 # PROBE_MODULE_ARGS, TRACE (non-empty: a trace phase), TIMERLAT (non-empty: an rtla timerlat
 # phase with auto-analysis at this many us), PIN (a CPU: cyclictest's threads are
 # pinned there instead of set free), PHASE_US and BG_PHASE_US (waits that
 # give each boot its own phase between the periodic loads, lab/scenario.py).
 # Writes into $LAB: cyclictest.json (with histograms), cyclictest.out
 # (every sample, -v), cyclictest-start.txt, affinity.txt,
-# softirqs-before/after, ksoftirqd-before/after, net-before/after,
+# softirqs-before/after, ksoftirqd-before/after, net-before/after (the
+# network's and the scratch disk's counters),
 # bg-N.log, module-stats,
 # probe.jsonl, measurements; with TRACE also the same cyclictest files
 # named cyclictest-traced.*, trace.dat and trace-stats.
 set -e
 KO=/lib/modules/softirq_load.ko
-# With a trace phase the load runs on through a second DURATION.
+# The background loads run through every phase (measurement, trace,
+# timerlat) and the plan stops them when the phases end: the phases take
+# more guest time than their cyclictest (its start, its output, the
+# copies to the 9p share, trace-cmd), so a load that ran for a fixed time
+# ended before them.  DURATION only bounds a load the plan never stops.
 MEASURE=$DURATION
-[ -z "$TRACE" ] || DURATION=$((MEASURE * 2))
-export DURATION		# background commands use it
+DURATION=$((MEASURE * 10))
+export DURATION
 EVENTS="-e irq:softirq_raise -e irq:softirq_entry -e irq:softirq_exit
 -e irq:irq_handler_entry -e irq:irq_handler_exit -e sched:sched_waking
 -e sched:sched_wakeup -e sched:sched_switch -e sched:sched_migrate_task
@@ -45,18 +50,21 @@ ksoftirqd_ns() {
 	done
 }
 
-# Receive counters of every network interface, UDP's and softnet_stat's,
-# with the time read: the NIC scenarios' metrics over cyclictest's run
-# alone (lab/results.py nic_metrics).
+# Receive counters of every network interface, UDP's, softnet_stat's and
+# the scratch disk's, with the time read: the loads' metrics over
+# cyclictest's run alone (lab/results.py counter_metrics).
 net_counters() {
 	read -r up _ < /proc/uptime
 	echo "uptime $up"
 	for d in /sys/class/net/*; do
 		read -r n < "$d/statistics/rx_packets" &&
 			echo "rx_packets ${d##*/} $n"
+		read -r n < "$d/statistics/rx_bytes" &&
+			echo "rx_bytes ${d##*/} $n"
 	done
 	grep '^Udp:' /proc/net/snmp
 	sed 's/^/softnet /' /proc/net/softnet_stat
+	[ ! -f /sys/block/vda/stat ] || sed 's/^/disk vda /' /sys/block/vda/stat
 }
 
 if [ "$DISK" != 0 ]; then
@@ -71,7 +79,10 @@ i=0
 bg=""
 while [ "$i" -lt "$NBACKGROUND" ]; do
 	eval "cmd=\$BACKGROUND_$i"
-	sh -c "$cmd" > "$LAB/bg-$i.log" 2>&1 &
+	# its own process group, so that stopping it stops all it started;
+	# a load that ends by itself leaves its exit code in /tmp
+	setsid sh -c "$cmd; echo \$? > /tmp/bg-$i.ended" \
+		> "$LAB/bg-$i.log" 2>&1 &
 	bg="$bg $!"
 	i=$((i + 1))
 done
@@ -215,16 +226,15 @@ if [ -n "$TIMERLAT" ]; then
 	mark timerlat
 fi
 
-# Background commands that run until the phases end (lab-nicrx's
-# receiver) left their pids in /tmp/lab-stop-at-end: stop them now.
-# shellcheck disable=SC2046
-[ ! -f /tmp/lab-stop-at-end ] ||
-	kill -TERM $(cat /tmp/lab-stop-at-end) 2> /dev/null || true
+# The phases are over: stop the loads.  One that had already ended did
+# not load every phase, and the run fails (below) once all is kept.
+ended=$(cd /tmp && for f in bg-*.ended; do
+	[ ! -f "$f" ] || echo "${f%.ended}.log (exit $(cat "$f"))"
+done)
 for p in $bg; do
-	wait "$p" || echo "background $p failed" >&2
+	kill -TERM "-$p" 2> /dev/null || true
+	wait "$p" || true
 done
-# the load generators' own metrics (lab/metrics.py), for LAVA too
-cat "$LAB"/bg-*.log 2>/dev/null | sed -n 's/^metric //p' >> /tmp/measurements
 [ -z "$MODULE_ARGS" ] || { cat /sys/kernel/debug/softirq_load/stats > "$LAB/module-stats"; rmmod softirq_load; }
 
 if [ -n "$PROBE_ARGS" ]; then
@@ -239,3 +249,7 @@ fi
 cp /tmp/measurements "$LAB/measurements"
 dmesg > "$LAB/dmesg"
 mark collect
+if [ -n "$ended" ]; then
+	echo "a background load ended before the phases did:" $ended >&2
+	exit 1
+fi
