@@ -19,9 +19,10 @@ KO=/lib/modules/softirq_load.ko
 # timerlat) and the plan stops them when the phases end: the phases take
 # more guest time than their cyclictest (its start, its output, the
 # copies to the 9p share, trace-cmd), so a load that ran for a fixed time
-# ended before them.  DURATION only bounds a load the plan never stops.
+# ended before them (a 3 s measurement with a trace phase under a UDP
+# flood took 36 s).  DURATION only bounds a load the plan never stops.
 MEASURE=$DURATION
-DURATION=$((MEASURE * 10))
+DURATION=$((MEASURE * 10 + 600))
 export DURATION
 EVENTS="-e irq:softirq_raise -e irq:softirq_entry -e irq:softirq_exit
 -e irq:irq_handler_entry -e irq:irq_handler_exit -e sched:sched_waking
