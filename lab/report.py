@@ -12,7 +12,6 @@ from pathlib import Path
 from . import (figures, kconfig, metrics, paths, predictions, report_traces,
                results, stats, store)
 from .log import LabError, warn
-from .variants import discover as discover_variants
 from .textfmt import WIDTH, fmt_us, wrap as _wrap
 
 
@@ -203,22 +202,30 @@ NULL_LIMIT_US = 1000
 NULL_CONTROL = "null-hog"
 
 
-def kernel_setup(names: list = ()) -> str:
-    """HZ and preemption model, from the fragment every variant shares
-    (the build verifies that the kernels have them), and the variants
-    among `names` whose own fragment turns on PREEMPT_RT instead."""
+MODELS = {"PREEMPT_RT": "PREEMPT_RT", "PREEMPT": "full preemption "
+          "(CONFIG_PREEMPT)", "PREEMPT_DYNAMIC": "preemption chosen at "
+          "boot (PREEMPT_DYNAMIC)", "": "voluntary or no preemption"}
+
+
+def kernel_setup(runs: list) -> str:
+    """HZ, from the fragment every variant shares (the build verifies
+    that the kernels have it), and each variant's preemption model, as
+    its booted kernel names it in the banner: the most common one, and
+    the variants with another."""
     req = {r.option: r.value for r in
            kconfig.parse_fragment(paths.COMMON_CONFIG)}
     hz = next((o[len("CONFIG_HZ_"):] for o, v in req.items()
                if o.startswith("CONFIG_HZ_") and v == "y"), "?")
-    model = ("full preemption (CONFIG_PREEMPT)" if req.get("CONFIG_PREEMPT")
-             == "y" else "voluntary or none")
-    rt = [v.name for v in discover_variants() if v.name in names and
-          any(r.option == "CONFIG_PREEMPT_RT" and r.value == "y"
-              for r in kconfig.parse_fragment(v.config))]
-    if rt:
-        model += f", PREEMPT_RT instead for {', '.join(rt)}"
-    return f"HZ={hz}, {model}"
+    per = defaultdict(list)
+    for var, model in sorted({(r["variant"], r.get("preemption"))
+                              for r in runs}):
+        per[MODELS.get(model, "not in the boot log") if model is not None
+            else "not in the boot log"].append(var)
+    ranked = sorted(per.items(), key=lambda kv: -len(kv[1]))
+    out = f"HZ={hz}, {ranked[0][0]}" if ranked else f"HZ={hz}"
+    for model, names in ranked[1:]:
+        out += f", {model} for {', '.join(names)}"
+    return out
 
 
 def _medium(r0: dict) -> str:
@@ -243,7 +250,7 @@ def _setup_lines(runs: list, a: dict, descriptions: dict) -> list:
     out = _wrap("Kernel: " + "; ".join(
         f"Linux {version} (Debian linux-source-{source}) for "
         f"{', '.join(vs)}" for (version, source), vs in per.items())
-        + f"; {kernel_setup(a['variants'])}.", "  ")
+        + f"; {kernel_setup(runs)}.", "  ")
     emulator = q["accel"].get("emulator")
     which = (f"the lab's QEMU ({emulator['source']} with "
              f"{', '.join(emulator['patches'])}; build {emulator['build']})"

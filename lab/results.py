@@ -4,6 +4,7 @@ Everything here reads files the guest wrote; nothing re-runs.  So a report
 can be made wherever the results were copied.
 """
 import json
+import re
 from pathlib import Path
 
 from . import cyclictest, metrics, stats, store, timerlat, trace
@@ -133,6 +134,19 @@ def counter_metrics(run_dir: Path) -> dict:
             for name, v in values.items()}
 
 
+BANNER = re.compile(r"Linux version \S+ .* #\d+ (?:SMP )?(PREEMPT\w*)?")
+
+
+def preemption(run_dir: Path) -> str:
+    """The preemption model the booted kernel names in its banner
+    (`uname -v`): PREEMPT_RT, PREEMPT, PREEMPT_DYNAMIC, or "" for
+    voluntary or none; None when the console has no banner."""
+    console = run_dir / "console.log"
+    text = console.read_text(errors="replace") if console.is_file() else ""
+    m = BANNER.search(text)
+    return (m.group(1) or "") if m else None
+
+
 def probe(run_dir: Path):
     path = run_dir / "probe.jsonl"
     if not path.is_file():
@@ -169,6 +183,7 @@ def summarize(run_dir: Path) -> dict:
            "seconds": record.get("seconds", 0),
            "plan_env": record.get("plan_env", {}),
            "kernel": record["kernel"], "qemu": record["qemu"],
+           "preemption": preemption(run_dir),
            "variant_conf": record.get("variant_conf", {})}
     if record["status"] != "ok":
         return out

@@ -5,7 +5,8 @@ import re
 
 import pytest
 
-from lab import accelerator, matrix, report, runfolder, store, variants
+from lab import (accelerator, matrix, report, results, runfolder, store,
+                 variants)
 from lab.runners import local
 from lab.scenario import Scenario
 
@@ -439,10 +440,26 @@ def test_a_long_summary_counts_instead_of_listing():
     assert any("12 comparisons, marked small below" in x for x in out)
 
 
-def test_the_setup_names_the_kernels_built_with_preempt_rt():
+def test_the_setup_names_each_kernels_preemption_from_its_banner(
+        tmp_path):
     from lab import report
-    assert report.kernel_setup(["mainline-6.12"]) == \
+    banner = ("[    0.000000] Linux version 6.12.118-{v} (lab@x) (gcc 12.2.0)"
+              " #1 SMP {model} 2000-01-01\n")
+    runs = []
+    for v, model in (("mainline-6.12", "PREEMPT"),
+                     ("preempt-rt-6.12", "PREEMPT_RT"),
+                     ("zijlstra-6.12", "PREEMPT")):
+        d = tmp_path / v
+        d.mkdir()
+        (d / "console.log").write_text("early\n" + banner.format(
+            v=v, model=model))
+        runs.append({"variant": v, "preemption": results.preemption(d)})
+    assert report.kernel_setup(runs[:1]) == \
         "HZ=250, full preemption (CONFIG_PREEMPT)"
-    assert report.kernel_setup(["mainline-6.12", "preempt-rt-6.12"]) == \
-        ("HZ=250, full preemption (CONFIG_PREEMPT), PREEMPT_RT instead "
-         "for preempt-rt-6.12")
+    assert report.kernel_setup(runs) == \
+        "HZ=250, full preemption (CONFIG_PREEMPT), PREEMPT_RT for " \
+        "preempt-rt-6.12"
+    (tmp_path / "console.log").write_text(
+        "Linux version 6.1.192-x (lab@x) (gcc 12.2.0) #1 SMP 2000-01-01\n")
+    assert results.preemption(tmp_path) == ""
+    assert results.preemption(tmp_path / "none") is None
