@@ -64,19 +64,24 @@ def cmd_health(args) -> int:
     return 1 if failed else 0
 
 
-def cmd_run(args) -> int:
-    # bases first, wherever they were named: the others compare with
-    # them; unnamed, the default matrix (variant.conf `default`)
+def _matrix(args) -> tuple:
+    """The variants and scenarios named, or the default matrix's
+    (variant.conf and scenario `default`); bases first, wherever they
+    were named: the others compare with them."""
     chosen = sorted(variants.select(args.variants) if args.variants else
                     variants.default_matrix(),
                     key=lambda v: v.name != v.base)
-    scens = scenario.select(args.scenarios)
     names = {v.name for v in chosen}
     for v in chosen:
         if v.base not in names:
             raise LabError(f"variant {v.name} is compared with {v.base} "
                            f"(its variant.conf base): add {v.base} to "
                            f"--variants")
+    return chosen, scenario.select(args.scenarios)
+
+
+def cmd_run(args) -> int:
+    chosen, scens = _matrix(args)
     root = Path(args.results) if args.results else \
         matrix.results_root(args.runner)
     matrix.run(chosen, scens, args.boots, root,
@@ -86,13 +91,13 @@ def cmd_run(args) -> int:
 
 
 def cmd_compare(args) -> int:
+    # the same matrix as `run` with the same options: results of other
+    # variants or scenarios in the folder stay out of the report
+    chosen, scens = _matrix(args)
     root = Path(args.results) if args.results else \
         matrix.results_root(args.runner)
-    names = [v.name for v in variants.select(args.variants)] \
-        if args.variants else None
-    scens = [s.name for s in scenario.select(args.scenarios)] \
-        if args.scenarios else None
-    return _report(args, root, names, scens)
+    return _report(args, root, [v.name for v in chosen],
+                   [s.name for s in scens])
 
 
 def cmd_variant_add(args) -> int:

@@ -695,9 +695,11 @@ def write(root: Path, out: Path, descriptions: dict, command: str,
     a["command"] = command
     out.mkdir(parents=True, exist_ok=True)
     (out / "data").mkdir(exist_ok=True)
+    # one summary per run, gzip'd: 360 runs of plain JSON are 6 MB, a
+    # published report stays under 5 MB
     for r in runs:
-        name = f"{r['variant']}-{r['scenario']}-boot{r['boot']}.json"
-        store.write_json(out / "data" / name, r)
+        name = f"{r['variant']}-{r['scenario']}-boot{r['boot']}.json.gz"
+        store.write_json_gz(out / "data" / name, r)
     store.write_json(out / "data" / "analysis.json", a)
     text = text_report(runs, a, descriptions)
     store.write_text(out / "report.txt", text)

@@ -1,4 +1,5 @@
 """Result files are written atomically: a reader sees all or nothing."""
+import gzip
 import json
 import os
 from pathlib import Path
@@ -25,5 +26,15 @@ def write_json(path: Path, data) -> None:
     write_text(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
+def write_json_gz(path: Path, data) -> None:
+    """Compact JSON, gzip'd without a timestamp (the same data gives the
+    same bytes): a report's per-run summaries, read with zcat or jq."""
+    text = json.dumps(data, sort_keys=True, separators=(",", ":")) + "\n"
+    write_bytes(path, gzip.compress(text.encode(), mtime=0))
+
+
 def read_json(path: Path):
-    return json.loads(Path(path).read_text())
+    path = Path(path)
+    if path.suffix == ".gz":
+        return json.loads(gzip.decompress(path.read_bytes()))
+    return json.loads(path.read_text())

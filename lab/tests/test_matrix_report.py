@@ -178,10 +178,10 @@ def test_report_from_run_folders(tmp_path):
     assert a["cells"]["idle/better"]["boots"] == [1, 2, 3, 4, 5]
     assert a["cells"]["long/baseline"]["softirqs"]["BLOCK"] == 700
     # every per-boot value in analysis.json is in that boot's data file
-    data = json.loads((out / "data" / "better-long-boot3.json").read_text())
+    data = store.read_json(out / "data" / "better-long-boot3.json.gz")
     assert data["boot_values"]["p99"] == \
         a["cells"]["long/better"]["per_boot"]["p99"][2]
-    assert len(list((out / "data").glob("*-boot*.json"))) == 22
+    assert len(list((out / "data").glob("*-boot*.json.gz"))) == 22
     for png in ("tails.png", "survival-idle.png", "survival-long.png"):
         assert (out / png).stat().st_size > 1000
     assert "![p99 and max](tails.png)" in (out / "report.md").read_text()
