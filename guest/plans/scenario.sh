@@ -191,14 +191,15 @@ mark measure
 
 # Trace phase, same load: cyclictest again, as long as the measurement,
 # with the events traced into a ring buffer that holds the whole run
-# (8 MB per CPU; measured: 2 MB for 10 s of long-block).  Its latencies
+# (24 MB per CPU; measured: 2 MB for 10 s of long-block, while 8 MB lost
+# up to 80,000 of 300,000 events in 10 s of net-noise).  Its latencies
 # against the untraced run give the tracing overhead; lab/trace.py finds
 # the worst wake-ups in the trace and explains them.  The trace clock is
 # CLOCK_MONOTONIC, cyclictest's: the default per-CPU clock drifts from it
 # by a millisecond across a 5 ms softirq when the TSC is unstable.
 if [ -n "$TRACE" ]; then
 	# shellcheck disable=SC2086
-	trace-cmd start -C mono -b 8192 $EVENTS > /dev/null
+	trace-cmd start -C mono -b 24576 $EVENTS > /dev/null
 	run_cyclictest "$MEASURE" /tmp/traced.json /tmp/traced-start.txt \
 		> /dev/null
 	trace-cmd stop > /dev/null
