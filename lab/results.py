@@ -83,14 +83,23 @@ def _counters(path: Path) -> dict:
     return out
 
 
+def _readings(run_dir: Path):
+    """The counters when the measurement started and ended, or None."""
+    paths = [run_dir / f"net-{w}" for w in ("before", "after")]
+    if not all(p.is_file() for p in paths):
+        return None
+    try:
+        return tuple(_counters(p) for p in paths)
+    except (ValueError, IndexError) as e:
+        raise LabError(f"{run_dir}/net-before, net-after: not the plan's "
+                       f"counters ({e!r})") from None
+
+
 def measured_seconds(run_dir: Path) -> float:
     """Guest seconds from the first counter reading to the last: what the
     rates over the measurement divide by (0 if the run has no readings)."""
-    paths = [run_dir / f"net-{w}" for w in ("before", "after")]
-    if not all(p.is_file() for p in paths):
-        return 0.0
-    b, a = (_counters(p) for p in paths)
-    return a.get("uptime", 0.0) - b.get("uptime", 0.0)
+    r = _readings(run_dir)
+    return r[1].get("uptime", 0.0) - r[0].get("uptime", 0.0) if r else 0.0
 
 
 def counter_metrics(run_dir: Path) -> dict:
@@ -98,12 +107,12 @@ def counter_metrics(run_dir: Path) -> dict:
     (net-before and net-after): the NIC's for runs with a network device
     besides loopback, the loopback UDP flood's for runs that sent UDP, the
     scratch disk's for runs with a disk."""
-    paths = [run_dir / f"net-{w}" for w in ("before", "after")]
-    if not all(p.is_file() for p in paths):
-        return {}
     values = {}
     try:
-        b, a = (_counters(p) for p in paths)
+        r = _readings(run_dir)
+        if r is None:
+            return {}
+        b, a = r
         secs = a["uptime"] - b["uptime"]
 
         def udp(k):
