@@ -219,8 +219,7 @@ def kernel_setup(runs: list) -> str:
     per = defaultdict(list)
     for var, model in sorted({(r["variant"], r.get("preemption"))
                               for r in runs}):
-        per[MODELS.get(model, "not in the boot log") if model is not None
-            else "not in the boot log"].append(var)
+        per[MODELS.get(model, "not in the boot log")].append(var)
     ranked = sorted(per.items(), key=lambda kv: -len(kv[1]))
     out = f"HZ={hz}, {ranked[0][0]}" if ranked else f"HZ={hz}"
     for model, names in ranked[1:]:
