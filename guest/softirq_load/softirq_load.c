@@ -176,7 +176,13 @@ static struct sl_vec sl_vecs[SL_NR_VEC] = {
 	[SL_HI]		= { .name = "hi" },
 };
 
-static DEFINE_SPINLOCK(sl_stats_lock);	/* counters, last CPU, fires */
+/*
+ * Both locks are taken from the trigger's hard-irq hrtimer, so they are
+ * raw: on PREEMPT_RT a spinlock_t sleeps, and a trigger that found the
+ * tasklet holding it scheduled in hard irq and hung ksoftirqd.  Every
+ * section under them is a few counters or a list operation.
+ */
+static DEFINE_RAW_SPINLOCK(sl_stats_lock);	/* counters, last CPU, fires */
 static u64 sl_fires;			/* timer expiries */
 static int sl_last_cpu = -1;		/* CPU of the last handler run */
 
@@ -193,7 +199,7 @@ struct sl_cmd {
 	struct list_head node;		/* on sl_blk_ready while waiting */
 };
 
-static DEFINE_SPINLOCK(sl_blk_lock);	/* sl_blk_ready, sl_stopping writes */
+static DEFINE_RAW_SPINLOCK(sl_blk_lock);	/* sl_blk_ready, sl_stopping writes */
 static LIST_HEAD(sl_blk_ready);		/* started requests, not completed */
 static struct blk_mq_tag_set sl_tag_set;
 static struct request_queue *sl_blk_q;
@@ -285,7 +291,7 @@ static bool sl_run(struct sl_vec *v)
 	} while (now - start < v->spin_ns);
 	dur = now - start;
 
-	spin_lock_irqsave(&sl_stats_lock, flags);
+	raw_spin_lock_irqsave(&sl_stats_lock, flags);
 	c[SL_RUNS]++;
 	c[SL_TOTAL_NS] += dur;
 	c[SL_MAX_NS] = max(c[SL_MAX_NS], dur);
@@ -317,7 +323,7 @@ static bool sl_run(struct sl_vec *v)
 	more = v->left && !READ_ONCE(sl_stopping);
 	if (!more && v->batch_open)
 		sl_batch_close(v);
-	spin_unlock_irqrestore(&sl_stats_lock, flags);
+	raw_spin_unlock_irqrestore(&sl_stats_lock, flags);
 
 	return more;
 }
@@ -326,9 +332,9 @@ static void sl_count(struct sl_vec *v, enum sl_ctr ctr)
 {
 	unsigned long flags;
 
-	spin_lock_irqsave(&sl_stats_lock, flags);
+	raw_spin_lock_irqsave(&sl_stats_lock, flags);
 	v->ctr[ctr]++;
-	spin_unlock_irqrestore(&sl_stats_lock, flags);
+	raw_spin_unlock_irqrestore(&sl_stats_lock, flags);
 }
 
 /* The chain is over: the next trigger may start another. */
@@ -345,12 +351,12 @@ static struct request *sl_blk_pop(void)
 	struct sl_cmd *cmd = NULL;
 	unsigned long flags;
 
-	spin_lock_irqsave(&sl_blk_lock, flags);
+	raw_spin_lock_irqsave(&sl_blk_lock, flags);
 	if (!sl_stopping && !list_empty(&sl_blk_ready)) {
 		cmd = list_first_entry(&sl_blk_ready, struct sl_cmd, node);
 		list_del_init(&cmd->node);
 	}
-	spin_unlock_irqrestore(&sl_blk_lock, flags);
+	raw_spin_unlock_irqrestore(&sl_blk_lock, flags);
 	return cmd ? blk_mq_rq_from_pdu(cmd) : NULL;
 }
 
@@ -378,12 +384,12 @@ static blk_status_t sl_blk_queue_rq(struct blk_mq_hw_ctx *hctx,
 	unsigned long flags;
 
 	blk_mq_start_request(rq);
-	spin_lock_irqsave(&sl_blk_lock, flags);
+	raw_spin_lock_irqsave(&sl_blk_lock, flags);
 	if (sl_stopping)
 		ret = BLK_STS_IOERR;
 	else
 		list_add_tail(&cmd->node, &sl_blk_ready);
-	spin_unlock_irqrestore(&sl_blk_lock, flags);
+	raw_spin_unlock_irqrestore(&sl_blk_lock, flags);
 	return ret;
 }
 
@@ -494,9 +500,9 @@ static void sl_blk_drain(void)
 	unsigned long flags;
 	LIST_HEAD(list);
 
-	spin_lock_irqsave(&sl_blk_lock, flags);
+	raw_spin_lock_irqsave(&sl_blk_lock, flags);
 	list_splice_init(&sl_blk_ready, &list);
-	spin_unlock_irqrestore(&sl_blk_lock, flags);
+	raw_spin_unlock_irqrestore(&sl_blk_lock, flags);
 
 	list_for_each_entry_safe(cmd, tmp, &list, node) {
 		list_del_init(&cmd->node);
@@ -670,9 +676,9 @@ static void sl_trigger(void)
 	bool started;
 	int i;
 
-	spin_lock_irqsave(&sl_stats_lock, flags);
+	raw_spin_lock_irqsave(&sl_stats_lock, flags);
 	sl_fires++;
-	spin_unlock_irqrestore(&sl_stats_lock, flags);
+	raw_spin_unlock_irqrestore(&sl_stats_lock, flags);
 
 	for (i = 0; i < SL_NR_VEC; i++) {
 		struct sl_vec *v = &sl_vecs[i];
@@ -781,7 +787,7 @@ static ssize_t sl_reset_write(struct file *file, const char __user *ubuf,
 	unsigned long flags;
 	int i;
 
-	spin_lock_irqsave(&sl_stats_lock, flags);
+	raw_spin_lock_irqsave(&sl_stats_lock, flags);
 	for (i = 0; i < SL_NR_VEC; i++) {
 		memset(sl_vecs[i].ctr, 0, sizeof(sl_vecs[i].ctr));
 		sl_vecs[i].last_cpu = -1;
@@ -789,7 +795,7 @@ static ssize_t sl_reset_write(struct file *file, const char __user *ubuf,
 	memset(sl_batch_hist, 0, sizeof(sl_batch_hist));
 	sl_fires = 0;
 	sl_last_cpu = -1;
-	spin_unlock_irqrestore(&sl_stats_lock, flags);
+	raw_spin_unlock_irqrestore(&sl_stats_lock, flags);
 	return count;
 }
 
@@ -807,7 +813,7 @@ static void sl_snapshot(u64 *sum, u64 *fires, int *last_cpu)
 	int i, j;
 
 	memset(sum, 0, SL_NR_CTR * sizeof(*sum));
-	spin_lock_irqsave(&sl_stats_lock, flags);
+	raw_spin_lock_irqsave(&sl_stats_lock, flags);
 	for (i = 0; i < SL_NR_VEC; i++) {
 		u64 *c = sl_vecs[i].ctr;
 
@@ -826,7 +832,7 @@ static void sl_snapshot(u64 *sum, u64 *fires, int *last_cpu)
 	}
 	*fires = sl_fires;
 	*last_cpu = sl_last_cpu;
-	spin_unlock_irqrestore(&sl_stats_lock, flags);
+	raw_spin_unlock_irqrestore(&sl_stats_lock, flags);
 }
 
 static int sl_stats_show(struct seq_file *m, void *unused)
@@ -857,10 +863,10 @@ static int sl_vectors_show(struct seq_file *m, void *unused)
 
 		if (!v->enabled)
 			continue;
-		spin_lock_irqsave(&sl_stats_lock, flags);
+		raw_spin_lock_irqsave(&sl_stats_lock, flags);
 		memcpy(ctr, v->ctr, sizeof(ctr));
 		last_cpu = v->last_cpu;
-		spin_unlock_irqrestore(&sl_stats_lock, flags);
+		raw_spin_unlock_irqrestore(&sl_stats_lock, flags);
 
 		seq_printf(m, "name=%s", v->name);
 		for (j = 0; j < SL_NR_CTR; j++)
@@ -878,9 +884,9 @@ static int sl_batch_hist_show(struct seq_file *m, void *unused)
 	unsigned long flags;
 	int i;
 
-	spin_lock_irqsave(&sl_stats_lock, flags);
+	raw_spin_lock_irqsave(&sl_stats_lock, flags);
 	memcpy(hist, sl_batch_hist, sizeof(hist));
-	spin_unlock_irqrestore(&sl_stats_lock, flags);
+	raw_spin_unlock_irqrestore(&sl_stats_lock, flags);
 
 	for (i = 0; i < SL_HIST_BUCKETS; i++)
 		if (hist[i])
@@ -1053,9 +1059,9 @@ static void sl_stop(void)
 {
 	unsigned long flags;
 
-	spin_lock_irqsave(&sl_blk_lock, flags);
+	raw_spin_lock_irqsave(&sl_blk_lock, flags);
 	WRITE_ONCE(sl_stopping, true);
-	spin_unlock_irqrestore(&sl_blk_lock, flags);
+	raw_spin_unlock_irqrestore(&sl_blk_lock, flags);
 	hrtimer_cancel(&sl_period_timer);
 	hrtimer_cancel(&sl_oneshot_timer);
 }
