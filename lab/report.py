@@ -216,10 +216,15 @@ def kernel_setup(runs: list) -> str:
            kconfig.parse_fragment(paths.COMMON_CONFIG)}
     hz = next((o[len("CONFIG_HZ_"):] for o, v in req.items()
                if o.startswith("CONFIG_HZ_") and v == "y"), "?")
+    # a variant's model from any of its runs whose console has the banner
+    # (a failed or LAVA run may have none)
+    model = {}
+    for r in runs:
+        if r.get("preemption") is not None or r["variant"] not in model:
+            model[r["variant"]] = r.get("preemption")
     per = defaultdict(list)
-    for var, model in sorted({(r["variant"], r.get("preemption"))
-                              for r in runs}):
-        per[MODELS.get(model, "not in the boot log")].append(var)
+    for var in sorted(model):
+        per[MODELS.get(model[var], "not in the boot log")].append(var)
     ranked = sorted(per.items(), key=lambda kv: -len(kv[1]))
     out = f"HZ={hz}, {ranked[0][0]}" if ranked else f"HZ={hz}"
     for model, names in ranked[1:]:

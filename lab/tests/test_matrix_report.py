@@ -459,6 +459,10 @@ def test_the_setup_names_each_kernels_preemption_from_its_banner(
     assert report.kernel_setup(runs) == \
         "HZ=250, full preemption (CONFIG_PREEMPT), PREEMPT_RT for " \
         "preempt-rt-6.12"
+    # a run without a banner (failed, or LAVA's) does not hide the others'
+    missing = [{"variant": "mainline-6.12", "preemption": None}]
+    assert report.kernel_setup(missing + runs) == report.kernel_setup(runs)
+    assert report.kernel_setup(missing) == "HZ=250, not in the boot log"
     (tmp_path / "console.log").write_text(
         "Linux version 6.1.192-x (lab@x) (gcc 12.2.0) #1 SMP 2000-01-01\n")
     assert results.preemption(tmp_path) == ""
