@@ -15,8 +15,18 @@ fewer samples.  A kept sample of latency L skipped floor(L / interval)
 periods; their sum, per thread, is reported beside the latencies (over
 the kept samples only, like the latencies: start-up misses are not
 counted).
+
+Intervals: without -h, each thread's interval is -d (500 us unless set)
+longer than the one before, as the cover letter's were; with -h
+cyclictest gives every thread the same interval, so the guest plan no
+longer passes -h (the histograms come from the samples).  cyclictest's
+"Thread N Interval:" line is printed after it has added the distance for
+the next thread, so without -h it overstates thread N's interval by the
+distance; interval_shift() says by how much, from the command line its
+JSON records.
 """
 import re
+import shlex
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +48,36 @@ def parse(text: str) -> tuple[dict, dict]:
         if m:
             intervals[int(m.group(1))] = int(m.group(2))
     return samples, intervals
+
+
+def _option(tokens: list, short: str, long: str):
+    """The value of cyclictest option -X / --long from a command line,
+    in any of getopt's forms ("-d 500", "-d500", "--distance=500"), or
+    True if it appears without one (a flag), or None."""
+    for i, tok in enumerate(tokens):
+        if tok in (short, long):
+            nxt = tokens[i + 1] if i + 1 < len(tokens) else ""
+            return nxt if nxt.lstrip("-").isdigit() else True
+        if tok.startswith(long + "="):
+            return tok.split("=", 1)[1]
+        if tok.startswith(short) and tok[len(short):].isdigit():
+            return tok[len(short):]
+    return None
+
+
+def interval_shift(cmdline: str) -> int:
+    """How much cyclictest's printed "Thread N Interval:" exceeds thread
+    N's real interval: the distance (-d, default 500 us) when it ran
+    without a histogram (-h, -H), else 0; 0 too when the command line
+    is unknown."""
+    if not cmdline:
+        return 0
+    tokens = shlex.split(cmdline)
+    if any(_option(tokens, s, lg) is not None for s, lg in
+           (("-h", "--histogram"), ("-H", "--histofall"))):
+        return 0
+    distance = _option(tokens, "-d", "--distance")
+    return int(distance) if distance not in (None, True) else 500
 
 
 def start_counts(path: Path) -> dict:
@@ -64,6 +104,8 @@ def measured(out_file: Path, start_file: Path, ct_json: dict) -> dict:
     were taken); cycles, cyclictest's own count from its JSON.
     """
     samples, intervals = parse(out_file.read_text(errors="replace"))
+    shift = interval_shift(ct_json.get("cmdline:", ""))
+    intervals = {t: i - shift for t, i in intervals.items()}
     started = start_counts(start_file)
     kept, threads = [], {}
     for t, values in sorted(samples.items()):

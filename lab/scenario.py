@@ -43,8 +43,9 @@ KEYS = {"description", "duration", "cyclictest", "module", "background",
         "disk", "probe", "probe_module", "append", "trace", "pin",
         "both_busy", "timerlat", "nic", "default"}
 REPEATABLE = {"background"}
-# cyclictest options the lab sets itself: duration, histogram, output, and
-# never -a (pinned threads hide the placement effect under test).
+# cyclictest options the lab sets itself: duration, output, and never -h
+# (a histogram gives every thread the same interval, ignoring -d) nor
+# -a (pinned threads hide the placement effect under test).
 LAB_OWNED = {"-a", "--affinity", "-D", "--duration", "-h", "--histogram",
              "-H", "--histofall", "--histfile", "--json", "-q", "--quiet",
              "-m", "--mlockall", "-S", "--smp", "-v", "--verbose", "-u",

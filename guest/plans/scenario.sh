@@ -97,11 +97,13 @@ mark setup
 # Debian's cyclictest 2.4 pins each thread to a CPU even without -a,
 # which hides the placement effect under test, so every thread's
 # affinity is widened (or pinned to $PIN) once the threads have pinned
-# themselves: each sets its affinity, then SCHED_FIFO.
+# themselves: each sets its affinity, then SCHED_FIFO.  No -h: with a
+# histogram cyclictest gives every thread the same interval and ignores
+# -d; the lab's statistics read the samples (-v).
 run_cyclictest() {
 	secs=$1 json=$2 startfile=$3
 	# shellcheck disable=SC2086
-	cyclictest $CYCLICTEST -m -q -v -u -D "$secs" -h 20000 \
+	cyclictest $CYCLICTEST -m -q -v -u -D "$secs" \
 		--json="$json" > /tmp/cyclictest.out 2>&1 &
 	ct=$!
 	# Until the threads are set free this shell runs just below them: a

@@ -83,3 +83,50 @@ def test_net_noise_loads_every_phase(tmp_path, all_variants, built, accel):
     late = {e.args.get("vec") for e in events
             if e.name == "softirq_entry" and e.ts > last - 1}
     assert {"NET_RX", "BLOCK"} <= late, late
+
+
+def cyclictest_cycles(run_dir) -> list:
+    ct = json.loads((run_dir / "cyclictest.json").read_text())
+    return [ct["thread"][str(t)]["cycles"] for t in range(ct["num_threads"])]
+
+
+def test_cover_letter_staggers_threads_under_fs_noise(tmp_path,
+                                                      all_variants, built,
+                                                      accel):
+    """One cyclictest thread per CPU, the second's interval 500 us longer
+    (-i 1000 -d 500), while the filesystem noise writes to the scratch
+    disk and its completions raise BLOCK softirqs."""
+    run_dir = run_short("cover-letter", tmp_path, all_variants, built, accel)
+    cycles = cyclictest_cycles(run_dir)
+    got = {k: m["value"] for k, m in results.counter_metrics(run_dir).items()}
+    blocks = [a - b for a, b in zip(
+        *(per_cpu(run_dir / f"softirqs-{w}", "BLOCK")
+          for w in ("after", "before")))]
+    print(f"cover-letter: cycles {cycles}, {got}, BLOCK per CPU {blocks}")
+    assert len(cycles) == 2 and 1.3 < cycles[0] / cycles[1] < 1.7, cycles
+    assert got["block_write_mb_s"] > 1 and sum(blocks) > 20, (got, blocks)
+
+
+def test_qais_runs_three_threads_under_udp_and_block_load(tmp_path,
+                                                          all_variants,
+                                                          built, accel):
+    """Qais Yousef's test: cyclictest -t 3, the loopback UDP flood and
+    the block reads both moving data over the measurement."""
+    run_dir = run_short("qais", tmp_path, all_variants, built, accel)
+    cycles = cyclictest_cycles(run_dir)
+    got = {k: m["value"] for k, m in results.counter_metrics(run_dir).items()}
+    print(f"qais: cycles {cycles}, {got}")
+    assert len(cycles) == 3 and min(cycles) > 1000, cycles
+    assert got["udp_rx_mbit_s"] > 10 and got["block_read_mb_s"] > 10, got
+
+
+def test_rt_busy_hog_owns_cpu0(tmp_path, all_variants, built, accel):
+    """rt-busy's FIFO 50 hog is CPU0's current task: on baseline the
+    module's BLOCK handler runs inline on top of an RT task, and when it
+    is left to ksoftirqd (SCHED_OTHER) it waits behind the hog, up to RT
+    throttling's window, far longer than the 20 ms period."""
+    run_dir = run_short("rt-busy", tmp_path, all_variants, built, accel)
+    got = {k: m["value"] for k, m in results.module_metrics(run_dir).items()}
+    print(f"rt-busy: {got}")
+    assert got["softirq_over_rt_percent"] > 10, got
+    assert got["softirq_wait_max_us"] > 100_000, got

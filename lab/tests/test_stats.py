@@ -142,3 +142,30 @@ def test_predictions_read_no_difference_as_no_proof():
     assert predictions.outcome("lower", "n.s.") == "not shown"
     assert predictions.outcome("same", "n.s.") == "consistent"
     assert predictions.outcome("lower", "withheld") == "untested"
+
+
+def test_intervals_as_cyclictest_prints_them(tmp_path: Path):
+    """cyclictest 2.4 prints "Thread N Interval:" after adding -d for the
+    next thread, so without -h each printed interval is one distance too
+    long (seen: -t 2 -i 1000 -d 500 printed 1500 and 2000 and took 988
+    and 661 samples in 1 s); with -h every thread has -i."""
+    assert cyclictest.interval_shift(
+        "cyclictest -t 2 -p 99 -i 1000 -d 500 -m -q -v -u -D 60") == 500
+    assert cyclictest.interval_shift("cyclictest -t 1 -i 1000 -D 10") == 500
+    assert cyclictest.interval_shift("cyclictest -t 2 -d0 -D 10") == 0
+    assert cyclictest.interval_shift(
+        "cyclictest -t 2 --distance=250 -D 10") == 250
+    assert cyclictest.interval_shift(
+        "cyclictest -t 1 -i 1000 -D 10 -h 20000") == 0
+    assert cyclictest.interval_shift("") == 0
+    lines = ["Thread 0 Interval: 1500", "Thread 1 Interval: 2000"]
+    lines += [f"{t:8d}:{i:8d}:{1600:8d}" for t in (0, 1) for i in range(100)]
+    (tmp_path / "ct.out").write_text("\n".join(lines) + "\n")
+    ct = {"cmdline:": "cyclictest -t 2 -p 99 -i 1000 -d 500 -v -D 1",
+          "thread": {"0": {"cycles": 100}, "1": {"cycles": 100}}}
+    m = cyclictest.measured(tmp_path / "ct.out", tmp_path / "start.txt", ct)
+    assert [m["threads"][t]["interval_us"] for t in (0, 1)] == [1000, 1500]
+    # 1600 us late: each kept sample skipped one period at 1000 us and
+    # one at 1500 us (of 100 printed, 50 ms of samples are dropped)
+    assert [(m["threads"][t]["kept"], m["threads"][t]["missed"])
+            for t in (0, 1)] == [(50, 50), (67, 67)]
