@@ -521,8 +521,8 @@ def text_report(runs: list, a: dict, descriptions: dict) -> str:
     if a["failed"]:
         per = {v: sum(f["variant"] == v for f in a["failed"])
                for v in a["variants"]}
-        out += ["", "Failed runs (kept, not counted): " + ", ".join(
-            f"{v} {n}" for v, n in per.items())]
+        out += [""] + _wrap("Failed runs (kept, not counted): " + ", ".join(
+            f"{v} {n}" for v, n in per.items()), "  ")
         for f in a["failed"]:
             # the first line names the failure; a quote follows a colon
             why = f["reason"].splitlines() or [""]

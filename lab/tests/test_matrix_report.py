@@ -392,6 +392,20 @@ def test_a_long_variant_name_with_a_long_verdict_fits_72_columns(tmp_path):
     assert row.endswith("too few (1)") and len(row) <= 72
 
 
+def test_failed_runs_of_many_variants_fit_72_columns(tmp_path):
+    """The failed-run count names every variant: with twelve it wraps
+    (a report of all variants once stopped on this line)."""
+    root = tmp_path / "res"
+    names = ["baseline"] + [f"stultz-variant-{i}" for i in range(11)]
+    for name in names:
+        fake_run(root, name, "long", 1, 60, 400, seed=3)
+        fake_run(root, name, "long", 2, 0, 0, status="failed")
+    out = report.write(root, tmp_path / "rep", {}, "make lab")
+    text = (out / "report.txt").read_text()
+    assert all(len(line) <= 72 for line in text.splitlines())
+    assert "stultz-variant-10 1" in text
+
+
 def test_a_lone_scenario_runs_with_no_other_guest(tmp_path, monkeypatch):
     """With JOBS=2, a scenario that must run alone (a NIC fed from this
     host) never overlaps another guest; the others still run two at a
