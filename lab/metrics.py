@@ -95,6 +95,12 @@ COST = [
     Metric("softirq_over_rt_percent", "%", "lower", "softirq_load",
            "the module's handler runs that ran inline on top of an RT "
            "task"),
+    Metric("softirq_over_rt_per_s", "runs/s", "lower", "softirq_load",
+           "the module's handler runs on top of an RT task, per guest "
+           "second: the RT task's loss, in handler lengths"),
+    Metric("softirq_runs_per_s", "runs/s", "higher", "softirq_load",
+           "the module's handler runs, per guest second: the softirq "
+           "work done"),
     Metric("softirq_wait_max_us", "us", "lower", "softirq_load",
            "the longest wait from a trigger to its chain's first run"),
     Metric("softirq_missed_percent", "%", "lower", "softirq_load",

@@ -42,11 +42,17 @@ def module_metrics(run_dir: Path) -> dict:
     try:
         runs, triggers, missed = (int(c[k]) for k in
                                   ("runs", "triggers", "missed"))
+        seconds = measured_seconds(run_dir)
         values = {"softirq_over_rt_percent":
                   100 * int(c["inline_rt"]) / runs if runs else 0.0,
                   "softirq_wait_max_us": int(c["delay_max_ns"]) / 1000,
                   "softirq_missed_percent": 100 * missed / (triggers + missed)
                   if triggers + missed else 0.0}
+        # rates need the measurement's length (runs from before the plan
+        # read the clock with its counters have none)
+        if seconds:
+            values |= {"softirq_over_rt_per_s": int(c["inline_rt"]) / seconds,
+                       "softirq_runs_per_s": runs / seconds}
     except (KeyError, ValueError) as e:
         raise LabError(f"{path}: not the module's stats line ({e})") \
             from None
