@@ -121,7 +121,7 @@ def test_qais_runs_three_threads_under_udp_and_block_load(tmp_path,
 
 
 def test_rt_busy_hog_owns_cpu0(tmp_path, all_variants, built, accel):
-    """rt-busy's FIFO 50 hog is CPU0's current task: on baseline the
+    """rt-busy's FIFO 49 hog is CPU0's current task: on baseline the
     module's BLOCK handler runs inline on top of an RT task, and when it
     is left to ksoftirqd (SCHED_OTHER) it waits behind the hog, up to RT
     throttling's window, far longer than the 20 ms period."""
