@@ -32,26 +32,25 @@ def ksoftirqd_seconds(before: Path, after: Path) -> float:
     return sum(a[k] - b.get(k, 0) for k in a) / 1e9
 
 
-def module_metrics(run_dir: Path) -> dict:
+def module_metrics(run_dir: Path, seconds: float = 0.0) -> dict:
     """The test module's counters over the measurement
-    (module-stats-measured: one line of key=value), as cost metrics."""
+    (module-stats-measured: one line of key=value), as cost metrics;
+    with the measurement's guest seconds, also as rates."""
     path = run_dir / "module-stats-measured"
     if not path.is_file():
         return {}
     c = dict(f.split("=", 1) for f in path.read_text().split() if "=" in f)
     try:
-        runs, triggers, missed = (int(c[k]) for k in
-                                  ("runs", "triggers", "missed"))
-        seconds = measured_seconds(run_dir)
+        runs, triggers, missed, over_rt = (int(c[k]) for k in
+                                           ("runs", "triggers", "missed",
+                                            "inline_rt"))
         values = {"softirq_over_rt_percent":
-                  100 * int(c["inline_rt"]) / runs if runs else 0.0,
+                  100 * over_rt / runs if runs else 0.0,
                   "softirq_wait_max_us": int(c["delay_max_ns"]) / 1000,
                   "softirq_missed_percent": 100 * missed / (triggers + missed)
                   if triggers + missed else 0.0}
-        # rates need the measurement's length (runs from before the plan
-        # read the clock with its counters have none)
         if seconds:
-            values |= {"softirq_over_rt_per_s": int(c["inline_rt"]) / seconds,
+            values |= {"softirq_over_rt_per_s": over_rt / seconds,
                        "softirq_runs_per_s": runs / seconds}
     except (KeyError, ValueError) as e:
         raise LabError(f"{path}: not the module's stats line ({e})") \
@@ -222,7 +221,7 @@ def summarize(run_dir: Path) -> dict:
         ksoftirqd_cpu_percent=100 * ksoftirqd_seconds(
             run_dir / "ksoftirqd-before", run_dir / "ksoftirqd-after")
         / seconds,
-        metrics=module_metrics(run_dir) | counter_metrics(run_dir),
+        metrics=module_metrics(run_dir, seconds) | counter_metrics(run_dir),
         probe=probe(run_dir))
     traced = run_dir / "cyclictest-traced.json"
     if traced.is_file():
