@@ -16,7 +16,8 @@ def judge(outcome: qemu.Outcome, run_dir: Path, timeout: float) -> str:
     console = outcome.console.read_text(errors="replace") \
         if outcome.console.is_file() else ""
     hung = (f"guest hung: killed by the watchdog after {timeout:.0f} s; "
-            f"last console lines:\n{outcome.tail()}"
+            + (f"{outcome.cpus}; " if outcome.cpus else "")
+            + f"last console lines:\n{outcome.tail()}"
             if outcome.status == "timeout" else "")
     return runfolder.verdict(
         console, run_dir, hung,
@@ -36,7 +37,7 @@ def run_plan(built: Built, plan: Path, run_dir: Path, accel: qemu.Accel,
         raise LabError(f"plan {plan} not found")
     run_dir.mkdir(parents=True, exist_ok=True)
     for stale in ("plan-exit", "plan.log", "run.json", "phases",
-                  "timerlat.txt"):
+                  "timerlat.txt", "hang-cpus.txt"):
         (run_dir / stale).unlink(missing_ok=True)
     store.write_text(run_dir / "plan.sh", runfolder.plan_script(plan, env))
     machine = qemu.Machine(kernel=built.image,

@@ -421,6 +421,8 @@ def _build(variant: Variant, repo: Path, digest: str, version: str,
     tmp.mkdir(parents=True)
     shutil.copy2(objdir / IMAGE, tmp / "bzImage")
     shutil.copy2(config, tmp / "config")
+    # names the addresses of a hung guest's vCPUs (lab/hangdump.py)
+    shutil.copy2(objdir / "System.map", tmp / "System.map")
     meta = {
         "variant": variant.name,
         "hash": content_hash,

@@ -11,11 +11,12 @@ import shlex
 import signal
 import threading
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import qemubuild
+from . import hangdump, qemubuild
 from .log import LabError
 
 PR_SET_PDEATHSIG = 1
@@ -206,6 +207,7 @@ class Outcome:
     exit_code: int
     seconds: float
     console: Path
+    cpus: str = ""     # a hang: what the vCPUs were doing (lab/hangdump.py)
 
     def tail(self, n: int = 15) -> str:
         try:
@@ -245,9 +247,14 @@ def run(machine: Machine, console: Path, timeout: float) -> Outcome:
     if _stopping.is_set():
         raise KeyboardInterrupt
     started = time.monotonic()
-    with open(console, "wb") as out:
+    cpus = ""
+    with open(console, "wb") as out, \
+            tempfile.TemporaryDirectory(prefix="lab-qmp-") as qmp_dir:
+        qmp = Path(qmp_dir) / "qmp.sock"
         try:
-            proc = subprocess.Popen(machine.command(),
+            proc = subprocess.Popen(machine.command() + [
+                                        "-qmp", f"unix:{qmp},server=on,"
+                                                "wait=off"],
                                     stdin=subprocess.DEVNULL, stdout=out,
                                     stderr=subprocess.STDOUT,
                                     start_new_session=True,
@@ -266,6 +273,9 @@ def run(machine: Machine, console: Path, timeout: float) -> Outcome:
             code = proc.wait(timeout=timeout)
             status = "exited"
         except subprocess.TimeoutExpired:
+            cpus = hangdump.capture(
+                qmp, console.with_name("hang-cpus.txt"),
+                Path(machine.kernel).with_name("System.map"))
             kill_group(proc)
             code = proc.wait()
             status = "timeout"
@@ -278,7 +288,7 @@ def run(machine: Machine, console: Path, timeout: float) -> Outcome:
         if _stopping.is_set():
             raise KeyboardInterrupt
     return Outcome(status, code, round(time.monotonic() - started, 2),
-                   console)
+                   console, cpus)
 
 
 def vcpu_threads(pid: int) -> dict:

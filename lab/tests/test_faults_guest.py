@@ -1,7 +1,9 @@
 """Faults provoked for real, with real guests: a kernel panic, a lab
 killed mid-run, a disk that fills during a run.  Each checks that the
-failure is reported plainly and that no finished run is lost or redone."""
+failure is reported plainly and that no finished run is lost or redone;
+a hung guest says what its vCPUs were doing."""
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -11,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from lab import matrix, paths, scenario, store, variants
+from lab import boot, matrix, paths, scenario, store, variants
 from lab.log import LabError
 
 pytestmark = pytest.mark.guest
@@ -68,6 +70,22 @@ def test_guest_panic_fails_that_run_and_the_matrix_goes_on(tmp_path,
     assert not record["watchdog_fired"] and record["seconds"] < 60
     assert (root / "baseline/panic/boot-1/console.log").stat().st_size > 0
     assert status(root, "short", 1) == "ok"
+
+
+def test_hung_guest_is_read_before_it_is_killed(tmp_path, built, accel):
+    # A plan that never ends: a shell spinning in user mode on CPU1, CPU0
+    # idle.  The watchdog reads each vCPU through QEMU's monitor first.
+    plan = tmp_path / "spin.sh"
+    plan.write_text("taskset -c 1 sh -c 'while :; do :; done'\n")
+    run_dir = tmp_path / "run"
+    record = boot.run_plan(built["baseline"], plan, run_dir, accel,
+                           timeout=30)
+    assert record["watchdog_fired"]
+    assert "vCPUs when the watchdog fired: 0: halted (idle)" in \
+        record["reason"]
+    seen = (run_dir / "hang-cpus.txt").read_text()
+    assert re.search(r"^vCPU 1: user mode (1[1-9]|20)/20", seen, re.M), seen
+    assert "RIP=" in seen
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL],
