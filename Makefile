@@ -91,9 +91,12 @@ test:
 
 # The tests include an end-to-end run through a local LAVA.  The guest
 # mechanism tests run in the default matrix's variants; VARIANTS=all (or
-# a list) runs them in those.
+# a list) runs them in those.  JOBS pytest workers (pytest-xdist) boot
+# guests side by side; a module whose tests share one fixture (a traced
+# run, the LAVA instance) stays on one worker (xdist_group).
 check: deps-lava
-	@LAB_TEST_VARIANTS="$(VARIANTS)" $(PY) -m pytest -p no:cacheprovider -q lab/tests
+	@LAB_TEST_VARIANTS="$(VARIANTS)" $(PY) -m pytest -p no:cacheprovider -q \
+		-n $(JOBS) --dist loadgroup lab/tests
 
 clean:
 	rm -rf build

@@ -23,6 +23,9 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "guest: builds kernels or boots guests (slow); runs "
         "after the unit tests, `make test` leaves it out")
+    # known without pytest-xdist too (`make test` does not need it)
+    config.addinivalue_line(
+        "markers", "xdist_group(name): run on one pytest-xdist worker")
 
 
 def pytest_collection_modifyitems(items):

@@ -14,7 +14,8 @@ from lab import (boot, build, health, kconfig, paths, source, store,
 from lab.log import LabError
 from lab.tests.conftest import make_variant
 
-pytestmark = pytest.mark.guest
+# its tests share module fixtures: one worker runs them all
+pytestmark = [pytest.mark.guest, pytest.mark.xdist_group("boot_variants")]
 
 CPUS = 2
 ALL = variants.discover()

@@ -11,7 +11,8 @@ import pytest
 
 from lab import matrix, qemubuild, results, scenario, settings, variants
 
-pytestmark = pytest.mark.guest
+# its tests share module fixtures: one worker runs them all
+pytestmark = [pytest.mark.guest, pytest.mark.xdist_group("emulator")]
 
 NULL_HOG = """\
 description = null control, short

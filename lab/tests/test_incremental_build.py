@@ -15,7 +15,8 @@ import pytest
 
 from lab import build, variants
 
-pytestmark = pytest.mark.guest
+# its tests share module fixtures: one worker runs them all
+pytestmark = [pytest.mark.guest, pytest.mark.xdist_group("incremental_build")]
 
 
 def sha256(path):

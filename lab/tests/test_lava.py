@@ -12,7 +12,8 @@ import pytest
 from lab import results, settings, store
 from lab.runners.lava import local
 
-pytestmark = pytest.mark.guest
+# its tests share module fixtures: one worker runs them all
+pytestmark = [pytest.mark.guest, pytest.mark.xdist_group("lava")]
 
 SHORT = """description = a 5 ms BLOCK handler every 20 ms, 2 s, for the LAVA test
 duration = 2

@@ -9,7 +9,8 @@ import pytest
 
 from lab import matrix, results, scenario, variants
 
-pytestmark = pytest.mark.guest
+# its tests share module fixtures: one worker runs them all
+pytestmark = [pytest.mark.guest, pytest.mark.xdist_group("traces_guest")]
 
 LONG_BLOCK = """\
 description = the long BLOCK handler, traced
