@@ -389,20 +389,24 @@ def _cell_rows(a: dict, scen: str) -> list:
     head = f"  {'variant':<{n}}{'p99 per boot (us)':<28}{'>1ms':>6}" \
         f"{'missed':>7}  p99 vs base"
     out = [head if len(head) <= WIDTH else head.replace("p99 vs", "vs")]
-    for var in a["variants"]:
-        c = a["cells"].get(f"{scen}/{var}")
-        if not c or not c["boots"]:
+    cells = {var: a["cells"].get(f"{scen}/{var}") for var in a["variants"]}
+    words = {var: _verdict_word(c.get("vs_baseline", {}).get("p99"))
+             for var, c in cells.items() if c and c["boots"]}
+    # a long name and the longest verdict take room from the values
+    # column, the same in every row; values that do not fit go on lines
+    # of their own
+    col = max(0, min(28, WIDTH - (2 + n + 6 + 7 + 2 +
+                                  max(map(len, words.values()),
+                                      default=0))))
+    for var, c in cells.items():
+        if var not in words:
             out.append(f"  {var:<{n}}no finished run with free threads")
             continue
         pb = c["per_boot"]
         vals = " ".join(fmt_us(v) for v in pb["p99"])
         over = _median_pct(pb["over_1ms"])
         missed = _median_pct(pb["missed"])
-        vs = c.get("vs_baseline", {}).get("p99")
-        word = _verdict_word(vs)
-        # a long name and verdict take room from the values column; values
-        # that do not fit go on lines of their own
-        col = max(0, min(28, WIDTH - (2 + n + 6 + 7 + 2 + len(word))))
+        word = words[var]
         if len(vals) < col:
             out.append(f"  {var:<{n}}{vals:<{col}}{over:>6}{missed:>7}  "
                        f"{word}".rstrip())

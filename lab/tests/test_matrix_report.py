@@ -381,6 +381,18 @@ def test_a_long_variant_name_keeps_the_table_aligned():
     assert rows[2].startswith("  stultz-placement 4215")
 
 
+def test_a_long_verdict_keeps_every_row_aligned():
+    cell = {"boots": [1], "pinned_boots": [],
+            "per_boot": {"p99": [381.0, 375.0, 392.0, 383.0, 405.0],
+                         "over_1ms": [0.0], "missed": [0.0]}}
+    small = {**cell, "vs_baseline": {"p99": {"shown": "small higher"}}}
+    a = {"variants": ["baseline", "stultz-placement"],
+         "cells": {"s/baseline": cell, "s/stultz-placement": small}}
+    rows = report._cell_rows(a, "s")
+    assert rows[2].endswith("small higher"), rows
+    assert rows[1].index("0.0%") == rows[2].index("0.0%"), rows
+
+
 def test_a_long_variant_name_with_a_long_verdict_fits_72_columns(tmp_path):
     root = tmp_path / "res"
     for boot in range(1, 6):
