@@ -123,8 +123,9 @@ def where(state: dict, symbols: Symbols) -> str:
         return "halted (idle)"
     if state["cpl"] == 3:
         return "user mode"
-    return "kernel " + (symbols.name(state["rip"], offset=False)
-                        if symbols.addrs else f"{state['rip']:x}")
+    # without symbols every address would count apart
+    return ("kernel " + symbols.name(state["rip"], offset=False)
+            if symbols.addrs else "kernel")
 
 
 def capture(qmp: Path, out: Path, system_map: Path = None,
@@ -159,7 +160,11 @@ def capture(qmp: Path, out: Path, system_map: Path = None,
     lines = [f"{cpu}: " + ", ".join(f"{what} {n}/{samples}"
                                      for what, n in c.most_common())
              for cpu, c in sorted(seen.items())]
-    summary = "vCPUs when the watchdog fired: " + "; ".join(lines)
+    summary = "vCPUs when the watchdog fired: " + "; ".join(
+        f"{cpu}: " + ", ".join(f"{what} {n}/{samples}"
+                               for what, n in c.most_common(2))
+        + (", ..." if len(c) > 2 else "")
+        for cpu, c in sorted(seen.items()))
     text = [f"What each vCPU was doing when the watchdog fired: {samples} "
             f"samples {INTERVAL_S * 1000:.0f} ms of host time apart, the "
             f"guest stopped for each (QEMU's monitor).",

@@ -26,8 +26,11 @@ def test_hang_is_reported_with_console_tail(tmp_path):
     o = outcome(tmp_path, "line1\nrcu: INFO: rcu_preempt self-detected "
                           "stall\n", status="timeout", code=-9)
     reason = boot.judge(o, tmp_path, 60)
-    assert reason.startswith("guest hung: killed by the watchdog after 60 s")
-    assert "self-detected stall" in reason
+    assert reason.startswith("guest hung: killed by the watchdog after 60 "
+                             "s; the kernel reported: rcu: INFO: "
+                             "rcu_preempt self-detected stall;")
+    assert reason.endswith("line1\nrcu: INFO: rcu_preempt self-detected "
+                           "stall")
 
 
 def test_guest_that_stops_before_plan_end(tmp_path):
