@@ -15,7 +15,7 @@ def judge(outcome: qemu.Outcome, run_dir: Path, timeout: float) -> str:
     """'' if the plan ran to its end and succeeded, else why not."""
     console = outcome.console.read_text(errors="replace") \
         if outcome.console.is_file() else ""
-    trouble = runfolder.kernel_trouble(console).splitlines()[1:2]
+    trouble = runfolder.trouble_lines(console)[:1]
     hung = (f"guest hung: killed by the watchdog after {timeout:.0f} s; "
             + "".join(f"the kernel reported: {t}; " for t in trouble)
             + (f"{outcome.cpus}; " if outcome.cpus else "")

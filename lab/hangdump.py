@@ -141,7 +141,8 @@ def capture(qmp: Path, out: Path, system_map: Path = None,
     try:
         for i in range(samples):
             mon.execute("stop")
-            last = parse_registers(mon.hmp("info registers -a"))
+            registers = mon.hmp("info registers -a")
+            last = parse_registers(registers)
             for cpu, state in last.items():
                 seen.setdefault(cpu, Counter())[where(state, symbols)] += 1
             if i == samples - 1:
@@ -152,19 +153,17 @@ def capture(qmp: Path, out: Path, system_map: Path = None,
             else:
                 mon.execute("cont")
                 time.sleep(INTERVAL_S)
-        registers = mon.hmp("info registers -a")
     except (OSError, ValueError) as e:
         return f"vCPU state not read: {e}"
     finally:
         mon.close()
-    lines = [f"{cpu}: " + ", ".join(f"{what} {n}/{samples}"
-                                     for what, n in c.most_common())
-             for cpu, c in sorted(seen.items())]
-    summary = "vCPUs when the watchdog fired: " + "; ".join(
-        f"{cpu}: " + ", ".join(f"{what} {n}/{samples}"
-                               for what, n in c.most_common(2))
-        + (", ..." if len(c) > 2 else "")
-        for cpu, c in sorted(seen.items()))
+    def tally(top=None):
+        return [f"{cpu}: " + ", ".join(f"{what} {n}/{samples}"
+                                       for what, n in c.most_common(top))
+                + (", ..." if top and len(c) > top else "")
+                for cpu, c in sorted(seen.items())]
+    lines = tally()
+    summary = "vCPUs when the watchdog fired: " + "; ".join(tally(2))
     text = [f"What each vCPU was doing when the watchdog fired: {samples} "
             f"samples {INTERVAL_S * 1000:.0f} ms of host time apart, the "
             f"guest stopped for each (QEMU's monitor).",

@@ -49,10 +49,15 @@ def panic_lines(console: str) -> str:
     return ""
 
 
+def trouble_lines(console: str) -> list:
+    """The console's TROUBLE lines, stripped."""
+    return [line.strip() for line in console.splitlines()
+            if TROUBLE.search(line)]
+
+
 def kernel_trouble(console: str) -> str:
     """The console's TROUBLE lines (at most five), or ''."""
-    lines = [line.strip() for line in console.splitlines()
-             if TROUBLE.search(line)]
+    lines = trouble_lines(console)
     if not lines:
         return ""
     more = f"\n(and {len(lines) - 5} more)" if len(lines) > 5 else ""
