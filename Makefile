@@ -93,10 +93,14 @@ test:
 # mechanism tests run in the default matrix's variants; VARIANTS=all (or
 # a list) runs them in those.  JOBS pytest workers (pytest-xdist) boot
 # guests side by side; a module whose tests share one fixture (a traced
-# run, the LAVA instance) stays on one worker (xdist_group).
+# run, the LAVA instance) stays on one worker (xdist_group).  Tests
+# marked host_alone (a NIC fed from the host) run after them, alone, as
+# the lab runs those scenarios.
 check: deps-lava
 	@LAB_TEST_VARIANTS="$(VARIANTS)" $(PY) -m pytest -p no:cacheprovider -q \
-		-n $(JOBS) --dist loadgroup lab/tests
+		-n $(JOBS) --dist loadgroup -m "not host_alone" lab/tests && \
+	LAB_TEST_VARIANTS="$(VARIANTS)" $(PY) -m pytest -p no:cacheprovider -q \
+		-m host_alone lab/tests
 
 clean:
 	rm -rf build

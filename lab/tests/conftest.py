@@ -26,6 +26,9 @@ def pytest_configure(config):
     # known without pytest-xdist too (`make test` does not need it)
     config.addinivalue_line(
         "markers", "xdist_group(name): run on one pytest-xdist worker")
+    config.addinivalue_line(
+        "markers", "host_alone: needs the host to itself (a NIC fed from "
+        "the host); `make check` runs it after the others, alone")
 
 
 def pytest_collection_modifyitems(items):

@@ -43,6 +43,7 @@ def per_cpu(path, vector: str) -> list:
     raise AssertionError(f"{vector} not in {path}")
 
 
+@pytest.mark.host_alone
 def test_nic_rx_runs_net_rx_from_the_virtio_driver(tmp_path, all_variants,
                                                    built, accel):
     """The host's frames reach udpsink through virtio-net's NAPI polls,
