@@ -14,6 +14,15 @@ from . import qemu, qemubuild, trace
 from .log import LabError
 from .variants import pick
 
+# Under -icount the guest's TSC counts virtual nanoseconds: 1 GHz.  The
+# boot CPU derives its delay loop from that, but a CPU brought online
+# later recalibrates by timing a loop, which under icount fails after
+# 1.6 s of guest time on 6.12 (4.4 s of host time a run; 6.1 skips it).
+# lpj= gives every CPU the boot CPU's value (HZ from common/kernel.config,
+# which a test keeps in step).
+GUEST_HZ = 250
+ICOUNT_APPEND = f"maxcpus=1 lpj={10**9 // GUEST_HZ}"
+
 
 @dataclass(frozen=True)
 class Setting:
@@ -67,26 +76,26 @@ SETTINGS = [
             "acpi_pm", "tcg,thread=single", append="clocksource=acpi_pm"),
     # Under -icount the boot CPU spins waiting for the second vCPU and
     # QEMU 7.2 never switches to it: maxcpus=1, and guest/init brings the
-    # second CPU online, where the wait sleeps.
+    # second CPU online, where the wait sleeps (and lpj=, above).
     Setting("icount-3-sleep", "instruction counting, 8 ns per "
             "instruction, sleep=on (idle takes real time)", "tcg",
-            icount="shift=3,sleep=on", append="maxcpus=1"),
+            icount="shift=3,sleep=on", append=ICOUNT_APPEND),
     Setting("icount-3-nosleep", "instruction counting, 8 ns per "
             "instruction, sleep=off (virtual time jumps over idle)",
-            "tcg", icount="shift=3,sleep=off", append="maxcpus=1"),
+            "tcg", icount="shift=3,sleep=off", append=ICOUNT_APPEND),
     Setting("icount-5-nosleep", "instruction counting, 32 ns per "
             "instruction, sleep=off", "tcg", icount="shift=5,sleep=off",
-            append="maxcpus=1"),
+            append=ICOUNT_APPEND),
     # The lab's QEMU (common/qemu/): each vCPU gets an equal share of the
     # instructions until the next timer, and at most 20 us of them before
     # the other vCPU's turn (README.md, "Fidelity").
     Setting("icount-3-fair", "icount-3-nosleep in the lab's QEMU: the "
             "round-robin shares each pass's budget between the vCPUs",
-            "tcg", icount="shift=3,sleep=off", append="maxcpus=1",
+            "tcg", icount="shift=3,sleep=off", append=ICOUNT_APPEND,
             lab_qemu=True),
     Setting("icount-3-slice20", "icount-3-fair, and no vCPU runs more "
             "than 20 us before the other's turn", "tcg,icount-slice=20000",
-            icount="shift=3,sleep=off", append="maxcpus=1", lab_qemu=True),
+            icount="shift=3,sleep=off", append=ICOUNT_APPEND, lab_qemu=True),
     # The null control's speed-matched twin.  Under icount every vCPU's
     # instructions advance the one virtual clock, so while CPU1 is busy
     # CPU0 runs at half speed.  At 16 ns per instruction an idle guest's
@@ -94,7 +103,7 @@ SETTINGS = [
     # (README.md, "Fidelity").
     Setting("icount-4-slice20", "icount-3-slice20 at half speed (16 ns "
             "per instruction)", "tcg,icount-slice=20000",
-            icount="shift=4,sleep=off", append="maxcpus=1", lab_qemu=True),
+            icount="shift=4,sleep=off", append=ICOUNT_APPEND, lab_qemu=True),
     Setting("kvm", "hardware virtualisation", "kvm"),
 ]
 

@@ -1,5 +1,6 @@
 """Accelerator detection and fallback, with stand-in QEMU binaries."""
 import time
+from pathlib import Path
 
 import pytest
 
@@ -88,3 +89,17 @@ def test_forced_accelerators(env, monkeypatch):
     monkeypatch.setenv("LAB_ACCEL", "hvf")
     with pytest.raises(LabError, match="use kvm or tcg"):
         accelerator.choose(env / "bzImage")
+
+
+def test_icount_delay_loop_matches_the_guests_tick():
+    """lpj= is TSC cycles per jiffy: it holds only while every kernel the
+    lab builds ticks at settings.GUEST_HZ."""
+    from lab import paths
+    frags = [paths.REPO / "common" / "kernel.config",
+             *sorted((paths.REPO / "variants").glob("*/config"))]
+    hz = {f.relative_to(paths.REPO): line.strip() for f in frags
+          for line in f.read_text().splitlines()
+          if line.startswith("CONFIG_HZ_")}
+    assert hz == {Path("common/kernel.config"):
+                  f"CONFIG_HZ_{settings.GUEST_HZ}=y"}
+    assert "lpj=4000000" in settings.select("icount-3-slice20")[0].append
