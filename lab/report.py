@@ -7,6 +7,7 @@ report.txt is plain text of at most 72 columns, for a reply on the list.
 import re
 import time
 from collections import defaultdict
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from . import (figures, kconfig, metrics, paths, predictions, report_traces,
@@ -15,19 +16,29 @@ from .log import LabError, warn
 from .textfmt import WIDTH, fmt_us, wrap as _wrap
 
 
+def _read_run(run_dir: Path):
+    """(the run's summary, None) or (None, why it cannot be read)."""
+    try:
+        return results.summarize(run_dir), None
+    except (OSError, ValueError, KeyError, LabError) as e:
+        return None, str(e)
+
+
 def load(root: Path, variants=None, scenarios=None) -> list:
+    """The summary of every run in `variants` x `scenarios` (all where
+    None), read one run per host core (a trace phase takes seconds).
+    Runs sit in <variant>/<scenario>/boot-<k> (lab/matrix.py)."""
     runs = []
-    for run_json in sorted(root.glob("*/*/boot-*/run.json")):
-        try:
-            s = results.summarize(run_json.parent)
-        except (OSError, ValueError, KeyError, LabError) as e:
+    dirs = [p.parent for p in sorted(root.glob("*/*/boot-*/run.json"))
+            if (not variants or p.parts[-4] in variants)
+            and (not scenarios or p.parts[-3] in scenarios)]
+    with ProcessPoolExecutor() as pool:
+        read = list(pool.map(_read_run, dirs, chunksize=4))
+    for run_dir, (s, error) in zip(dirs, read):
+        if error is not None:
             # damaged by hand or by a failing disk: `run` redoes it
-            warn(f"{run_json.parent}: left out, unreadable ({e}); "
+            warn(f"{run_dir}: left out, unreadable ({error}); "
                  f"`python3 -m lab run` with the same options redoes it")
-            continue
-        if variants and s["variant"] not in variants:
-            continue
-        if scenarios and s["scenario"] not in scenarios:
             continue
         runs.append(s)
     if not runs:

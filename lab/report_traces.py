@@ -1,5 +1,7 @@
 """The report's trace part: the cause of each cell's worst cases, the
 tracing overhead, a timeline per scenario and files for trace viewers."""
+from concurrent.futures import ProcessPoolExecutor
+from itertools import repeat
 from pathlib import Path
 
 from . import figures, stats, timerlat, trace, traceview
@@ -276,29 +278,34 @@ def files(t: dict, variants: list, scenarios: list, out: Path) -> list:
     and data/trace-<scenario>-<variant>.json (the worst window, for the
     Perfetto UI); returns the images.  The whole trace.dat (0.4-2 MB,
     already compressed by trace-cmd) stays in the run folder: a report
-    folder stays small, and data/'s run file names its path."""
-    plt = figures.pyplot()
-
-    images = []
+    folder stays small, and data/'s run file names its path.  Each
+    scenario's traces are read again, one scenario per host core."""
+    todo = []
     for scen in scenarios:
         worst = [(v, t[f"{scen}/{v}"]["worst"][0]) for v in variants
                  if t.get(f"{scen}/{v}", {}).get("worst")]
-        if not worst:
-            continue
-        fig, axes = plt.subplots(len(worst), 1, squeeze=False,
-                                 figsize=(9, 1.3 + 1.2 * len(worst)))
-        for ax, (var, x) in zip(axes[:, 0], worst):
-            dat = Path(x["trace"])
-            events = trace.parse(trace.report_text(dat))
-            title = (f"{var}: {x['latency_us']} us, {x['cause']}")[:110]
-            traceview.draw(ax, events, x, title)
-            stem = f"trace-{scen}-{var}"
-            traceview.perfetto(events, x, out / "data" / f"{stem}.json")
-        axes[-1, 0].set_xlabel("ms from the expected wake-up")
-        fig.legend(handles=traceview.legend_handles(), loc="lower center",
-                   ncol=6, fontsize=7, frameon=False)
-        fig.tight_layout(rect=(0, 0.12, 1, 1))
-        name = f"timeline-{scen}.png"
-        figures.save(fig, out / name)
-        images.append(name)
-    return images
+        if worst:
+            todo.append((scen, worst))
+    with ProcessPoolExecutor() as pool:
+        return list(pool.map(_timeline, *zip(*todo), repeat(out))) \
+            if todo else []
+
+
+def _timeline(scen: str, worst: list, out: Path) -> str:
+    plt = figures.pyplot()
+    fig, axes = plt.subplots(len(worst), 1, squeeze=False,
+                             figsize=(9, 1.3 + 1.2 * len(worst)))
+    for ax, (var, x) in zip(axes[:, 0], worst):
+        dat = Path(x["trace"])
+        events = trace.parse(trace.report_text(dat))
+        title = (f"{var}: {x['latency_us']} us, {x['cause']}")[:110]
+        traceview.draw(ax, events, x, title)
+        stem = f"trace-{scen}-{var}"
+        traceview.perfetto(events, x, out / "data" / f"{stem}.json")
+    axes[-1, 0].set_xlabel("ms from the expected wake-up")
+    fig.legend(handles=traceview.legend_handles(), loc="lower center",
+               ncol=6, fontsize=7, frameon=False)
+    fig.tight_layout(rect=(0, 0.12, 1, 1))
+    name = f"timeline-{scen}.png"
+    figures.save(fig, out / name)
+    return name

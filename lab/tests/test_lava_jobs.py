@@ -53,7 +53,8 @@ def test_jobs_pass_lavas_own_schema(tmp_path, template, extra):
     job = yaml.safe_load(text)
     validate(job, strict=True)
     assert (run_dir / "job.yaml").read_text() == text
-    cmdline = "console=ttyS0,115200 panic=-1 maxcpus=1 lab.results=console"
+    cmdline = f"console=ttyS0,115200 panic=-1 {ACCEL.append} " \
+        "lab.results=console"
     if template == "qemu":
         images = job["actions"][0]["deploy"]["images"]
         assert cmdline in images["kernel"]["image_arg"]
