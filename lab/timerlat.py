@@ -1,6 +1,6 @@
 """rtla timerlat's auto-analysis, read from the guest's timerlat.txt.
 
-The guest runs `rtla timerlat top -a <us>` (guest/plans/scenario.sh):
+The guest runs `rtla timerlat top --aa-only <us>` (guest/plans/scenario.sh):
 one timerlat thread per CPU, pinned, stopped at the first latency over
 the threshold, which rtla then splits into IRQ latency and the
 interference that delayed its thread (softirqs by vector, hard irqs,

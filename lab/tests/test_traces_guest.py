@@ -34,8 +34,8 @@ def traced(tmp_path_factory, built):
 
 
 def test_rtla_built_from_6_12_runs_on_the_6_1_guests(traced):
-    """rtla timerlat -a, its threads pinned one per CPU: the CPU0 thread
-    waits for the 5 ms handler on every kernel, placement or not."""
+    """rtla timerlat --aa-only, its threads pinned one per CPU: the CPU0
+    thread waits for the 5 ms handler on every kernel, placement or not."""
     for r in traced.values():
         rtla = r["timerlat"]
         assert rtla["hit"], rtla
