@@ -61,6 +61,18 @@ class Cell:
             (self.traced and bool(self.scenario.timerlat))
         return self.scenario.duration * phases + BOOT_OVERHEAD_S + probe
 
+    def watchdog_seconds(self) -> float:
+        """Host seconds before the guest counts as hung: three times the
+        plan's expected time and a minute, and in a traced boot twenty
+        times the measurement more.  A trace phase under a flood can
+        outlast its cyclictest many times over: trace-cmd's stop and
+        extract wait for RCU, which a kernel that starves RCU_SOFTIRQ
+        holds up (zijlstra-6.12's nic-rx trace phase: 147-182 s of guest
+        time against mainline's 27 s; the boot took 82-145 s of host
+        time against a watchdog of 144 s)."""
+        return 3 * self.expected_seconds() + 60 + \
+            (self.traced and 20 * self.scenario.duration)
+
     def folder(self, root: Path) -> Path:
         return root / self.variant.name / self.scenario.name / \
             f"boot-{self.boot}"

@@ -135,7 +135,7 @@ def run_cell(c, built_kernel, initrd: Path, accel, root: Path) -> dict:
     run_dir = c.folder(root)
     run_dir.mkdir(parents=True, exist_ok=True)
     extra = disk_args(run_dir, c.scenario.disk) if c.scenario.disk else []
-    timeout = 3 * c.expected_seconds() + 60
+    timeout = c.watchdog_seconds()
     nic = contextlib.nullcontext()
     if c.scenario.nic is not None:
         nic = nicload.Sender(c.scenario.nic, run_dir / runfolder.NIC_SENT)

@@ -2,6 +2,7 @@
 import json
 import random
 import re
+from types import SimpleNamespace
 
 import pytest
 
@@ -493,3 +494,15 @@ def test_the_setup_names_each_kernels_preemption_from_its_banner(
         "Linux version 6.1.192-x (lab@x) (gcc 12.2.0) #1 SMP 2000-01-01\n")
     assert results.preemption(tmp_path) == ""
     assert results.preemption(tmp_path / "none") is None
+
+
+def test_a_traced_boot_has_room_for_a_slow_trace_phase(tmp_path):
+    """zijlstra-6.12's traced nic-rx boots took up to 145 s of host time
+    against a watchdog of 144 s (3 x 28 s expected + 60)."""
+    nic = Scenario(name="nic-rx", path=tmp_path / "nic-rx.scenario",
+                   description="x", duration=10, trace=100, nic=0)
+    v = SimpleNamespace(name="zijlstra-6.12", append="")
+    traced, untraced = (matrix.Cell(v, nic, b) for b in (1, 2))
+    assert traced.traced and not untraced.traced
+    assert untraced.watchdog_seconds() == 3 * (10 + 8) + 60
+    assert traced.watchdog_seconds() == 3 * (2 * 10 + 8) + 60 + 20 * 10

@@ -120,13 +120,13 @@ def definition(cell, built, initrd: Path, accel: qemu.Accel,
     own = f"initrd-{key}-{digest}.cpio"
     initrd_url = artifacts.publish(
         own, lambda: initrd.read_bytes() + plan_cpio(plan_text))
-    seconds = cell.expected_seconds()
+    seconds = cell.watchdog_seconds()
     fields = {
         "job_name": f"softirq-rt-lab {cell.variant.name} {scen.name} "
                     f"boot {cell.boot}",
-        "job_seconds": int(3 * seconds + 2 * JOB_OVERHEAD_S + 300),
+        "job_seconds": int(seconds + 2 * JOB_OVERHEAD_S + 300),
         "boot_seconds": 300,
-        "test_seconds": int(3 * seconds + JOB_OVERHEAD_S),
+        "test_seconds": int(seconds + JOB_OVERHEAD_S),
         "memory_mb": qemu.GUEST_MEMORY_MB,
         # LAVA's qemu type adds -nographic, -m, -monitor none, a user-mode
         # NIC the guest leaves down, and QEMU's default devices
