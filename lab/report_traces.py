@@ -246,7 +246,7 @@ def text(t: dict, variants: list, scenarios: list) -> list:
                              f"{x['cause']}; {trace.placement(x)}",
                              "    ")
             for r in c["timerlat"]:
-                out += _wrap(f"  rtla timerlat -a (its threads pinned, one "
+                out += _wrap(f"  rtla timerlat --aa-only (threads pinned, one "
                              f"per CPU): {rtla_text(r)}", "    ")
     agree, both = rtla_agreement(t)
     if both:
