@@ -30,6 +30,12 @@ def results_root(runner: str = "local") -> Path:
 # The report explains worst cases from the first boot's trace phase; a
 # trace phase in every boot doubled the run time for no finding.
 TRACED_BOOTS = 1
+# A trace phase under a flood can outlast its cyclictest many times over:
+# trace-cmd's stop and extract wait for RCU, which a kernel that starves
+# RCU_SOFTIRQ holds up (zijlstra-6.12's nic-rx trace phase: 147-182 s of
+# guest time against mainline's 27 s; the boot took 82-145 s of host
+# time against a watchdog of 144 s).
+TRACE_ROOM_S = 300
 
 
 @dataclass
@@ -63,15 +69,10 @@ class Cell:
 
     def watchdog_seconds(self) -> float:
         """Host seconds before the guest counts as hung: three times the
-        plan's expected time and a minute, and in a traced boot twenty
-        times the measurement more.  A trace phase under a flood can
-        outlast its cyclictest many times over: trace-cmd's stop and
-        extract wait for RCU, which a kernel that starves RCU_SOFTIRQ
-        holds up (zijlstra-6.12's nic-rx trace phase: 147-182 s of guest
-        time against mainline's 27 s; the boot took 82-145 s of host
-        time against a watchdog of 144 s)."""
+        plan's expected time and a minute, and TRACE_ROOM_S more in a
+        traced boot."""
         return 3 * self.expected_seconds() + 60 + \
-            (self.traced and 20 * self.scenario.duration)
+            (self.traced and TRACE_ROOM_S)
 
     def folder(self, root: Path) -> Path:
         return root / self.variant.name / self.scenario.name / \

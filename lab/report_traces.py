@@ -1,5 +1,6 @@
 """The report's trace part: the cause of each cell's worst cases, the
 tracing overhead, a timeline per scenario and files for trace viewers."""
+import os
 from concurrent.futures import ProcessPoolExecutor
 from itertools import repeat
 from pathlib import Path
@@ -286,7 +287,7 @@ def files(t: dict, variants: list, scenarios: list, out: Path) -> list:
                  if t.get(f"{scen}/{v}", {}).get("worst")]
         if worst:
             todo.append((scen, worst))
-    with ProcessPoolExecutor() as pool:
+    with ProcessPoolExecutor(len(os.sched_getaffinity(0))) as pool:
         return list(pool.map(_timeline, *zip(*todo), repeat(out))) \
             if todo else []
 

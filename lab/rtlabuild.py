@@ -1,7 +1,7 @@
 """rtla from Debian's linux-source-6.12, for the guests.
 
 Debian 12's own rtla (6.1) has no timerlat auto-analysis; the rtla in
-linux-source-6.12's tools/tracing/rtla has it (`timerlat -a`, which
+linux-source-6.12's tools/tracing/rtla has it (`timerlat --aa-only`, which
 splits a latency into IRQ, softirq, thread and blocking parts) and
 builds against Debian's libtracefs-dev and libtraceevent-dev.  It is
 built once into cache/rtla/<source digest>/ and copied into each

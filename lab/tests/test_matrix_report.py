@@ -505,4 +505,4 @@ def test_a_traced_boot_has_room_for_a_slow_trace_phase(tmp_path):
     traced, untraced = (matrix.Cell(v, nic, b) for b in (1, 2))
     assert traced.traced and not untraced.traced
     assert untraced.watchdog_seconds() == 3 * (10 + 8) + 60
-    assert traced.watchdog_seconds() == 3 * (2 * 10 + 8) + 60 + 20 * 10
+    assert traced.watchdog_seconds() == 3 * (2 * 10 + 8) + 60 + 300
