@@ -27,9 +27,11 @@ def results_root(runner: str = "local") -> Path:
                               else f"results-{runner}")
 
 
-# The report explains worst cases from the first boot's trace phase; a
-# trace phase in every boot doubled the run time for no finding.
-TRACED_BOOTS = 1
+# The first boot of a cell also explains: its trace, rtla and probe
+# phases show why the worst cases happen and where the probe's RT task
+# ran.  The verdicts use every boot's untraced measurement; the phases
+# in every boot doubled the run time for no finding.
+EXPLAINED_BOOTS = 1
 # A trace phase under a flood can outlast its cyclictest many times over:
 # trace-cmd's stop and extract wait for RCU, which a kernel that starves
 # RCU_SOFTIRQ holds up (zijlstra-6.12's nic-rx trace phase: 147-182 s of
@@ -47,8 +49,12 @@ class Cell:
     seed: int = field(default_factory=lambda: secrets.randbits(32))
 
     @property
+    def explained(self) -> bool:
+        return self.boot <= EXPLAINED_BOOTS
+
+    @property
     def traced(self) -> bool:
-        return bool(self.scenario.trace) and self.boot <= TRACED_BOOTS
+        return bool(self.scenario.trace) and self.explained
 
     @property
     def append(self) -> str:
@@ -57,14 +63,14 @@ class Cell:
                                     self.scenario.append) if w)
 
     def plan_env(self) -> dict:
-        return self.scenario.plan_env(self.seed, self.traced)
+        return self.scenario.plan_env(self.seed, self.explained)
 
     def expected_seconds(self) -> float:
         """Guest seconds the plan takes: a trace phase runs cyclictest a
         second time, and rtla timerlat a third where the scenario asks."""
-        probe = 8 if self.scenario.probe else 0
+        probe = 8 if self.scenario.probe and self.explained else 0
         phases = 1 + (self.traced and 1) + \
-            (self.traced and bool(self.scenario.timerlat))
+            (self.explained and bool(self.scenario.timerlat))
         return self.scenario.duration * phases + BOOT_OVERHEAD_S + probe
 
     def watchdog_seconds(self) -> float:

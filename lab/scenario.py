@@ -9,7 +9,8 @@
                                            phase and is stopped when they
                                            end; $DURATION only bounds it)
     disk        = 256                     (MB scratch disk, one queue)
-    probe       = -n 300 -c 0 -W 1        (softirq_probe, after cyclictest)
+    probe       = -n 300 -c 0 -W 1        (softirq_probe, after cyclictest,
+                                           in the first boot)
     probe_module = vector=block spin_us=5000 cpu=0
     append      = idle=poll               (guest kernel command line)
     trace       = 100                     (trace phase; counts wake-ups
@@ -97,8 +98,9 @@ class Scenario:
     def digest(self) -> str:
         return hashlib.sha256(self.path.read_bytes()).hexdigest()
 
-    def plan_env(self, seed: int = None, traced: bool = True) -> dict:
-        """The guest plan's parameters (guest/plans/scenario.sh).
+    def plan_env(self, seed: int = None, explained: bool = True) -> dict:
+        """The guest plan's parameters (guest/plans/scenario.sh); the
+        trace, rtla and probe phases only where `explained`.
 
         With a seed, the plan waits a random part of the module's period
         (20 ms if none) after loading the module and again after starting
@@ -108,11 +110,11 @@ class Scenario:
         """
         env = {"DURATION": self.duration, "CYCLICTEST": self.cyclictest,
                "MODULE_ARGS": self.module, "DISK": self.disk,
-               "PROBE_ARGS": self.probe,
-               "PROBE_MODULE_ARGS": self.probe_module,
+               "PROBE_ARGS": self.probe if explained else "",
+               "PROBE_MODULE_ARGS": self.probe_module if explained else "",
                "NBACKGROUND": len(self.background),
-               "TRACE": (self.trace or "") if traced else "",
-               "TIMERLAT": (self.timerlat or "") if traced else "",
+               "TRACE": (self.trace or "") if explained else "",
+               "TIMERLAT": (self.timerlat or "") if explained else "",
                "PIN": "" if self.pin is None else self.pin}
         for i, cmd in enumerate(self.background):
             env[f"BACKGROUND_{i}"] = cmd

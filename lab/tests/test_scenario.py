@@ -118,13 +118,16 @@ def test_select_mixes_names_and_files(tmp_path):
 def test_pinned_threads_and_a_random_phase_per_boot(tmp_path):
     s = scenario.parse(write(tmp_path, "description = x\nduration = 5\n"
                              "pin = 1\nmodule = vector=block period_us="
-                             "10000\ntrace = 100\n"))
+                             "10000\ntrace = 100\ntimerlat = 1000\n"
+                             "probe = -n 1\nprobe_module = vector=block\n"))
     env = s.plan_env(seed=7)
+    assert env["TRACE"] and env["TIMERLAT"] and env["PROBE_ARGS"]
     assert env["PIN"] == 1 and env["PHASE_SEED"] == 7
     assert 0 <= env["PHASE_US"] < 10000 and 0 <= env["BG_PHASE_US"] < 10000
     assert s.plan_env(seed=7) == env                  # the seed decides
     assert s.plan_env(seed=8)["PHASE_US"] != env["PHASE_US"]
-    assert s.plan_env(seed=7, traced=False)["TRACE"] == ""
+    later = s.plan_env(seed=7, explained=False)
+    assert later["TRACE"] == later["TIMERLAT"] == later["PROBE_ARGS"] == ""
     free = scenario.parse(write(tmp_path, "description = x\nduration = 5\n",
                                 "f.scenario")).plan_env()
     assert free["PIN"] == "" and "PHASE_US" not in free
