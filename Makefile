@@ -85,9 +85,11 @@ mail: deps
 compare: deps
 	@$(LAB) compare $(MATRIX) --runner $(RUNNER)
 
+PYTEST = LAB_TEST_VARIANTS="$(VARIANTS)" $(PY) -m pytest -p no:cacheprovider -q
+
 # The host side's unit tests only: no kernel build, no guest, no LAVA.
 test:
-	@$(PY) -m pytest -p no:cacheprovider -q lab/tests -m "not guest"
+	@$(PYTEST) lab/tests -m "not guest"
 
 # The tests include an end-to-end run through a local LAVA.  The guest
 # mechanism tests run in the default matrix's variants; VARIANTS=all (or
@@ -97,10 +99,8 @@ test:
 # marked host_alone (a NIC fed from the host) run after them, alone, as
 # the lab runs those scenarios.
 check: deps-lava
-	@LAB_TEST_VARIANTS="$(VARIANTS)" $(PY) -m pytest -p no:cacheprovider -q \
-		-n $(JOBS) --dist loadgroup -m "not host_alone" lab/tests && \
-	LAB_TEST_VARIANTS="$(VARIANTS)" $(PY) -m pytest -p no:cacheprovider -q \
-		-m host_alone lab/tests
+	@$(PYTEST) -n $(JOBS) --dist loadgroup -m "not host_alone" lab/tests && \
+	$(PYTEST) -m host_alone lab/tests
 
 clean:
 	rm -rf build

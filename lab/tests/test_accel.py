@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from lab import accelerator, qemu, settings
+from lab import accelerator, paths, qemu, settings
 from lab.log import LabError
 
 
@@ -95,7 +95,6 @@ def test_forced_accelerators(env, monkeypatch):
 def test_icount_delay_loop_matches_the_guests_tick():
     """lpj= is TSC cycles per jiffy: it holds only while every kernel the
     lab builds ticks at settings.GUEST_HZ."""
-    from lab import paths
     frags = [paths.REPO / "common" / "kernel.config",
              *sorted((paths.REPO / "variants").glob("*/config"))]
     hz = {f.relative_to(paths.REPO): line.strip() for f in frags
