@@ -69,9 +69,10 @@ class Cell:
         """Guest seconds the plan takes: a trace phase runs cyclictest a
         second time, and rtla timerlat a third where the scenario asks."""
         probe = 8 if self.scenario.probe and self.explained else 0
-        phases = 1 + (self.traced and 1) + \
-            (self.explained and bool(self.scenario.timerlat))
-        return self.scenario.duration * phases + BOOT_OVERHEAD_S + probe
+        phases = 1 + (self.explained and bool(self.scenario.timerlat))
+        trace = self.scenario.trace_seconds if self.traced else 0
+        return self.scenario.duration * phases + trace + \
+            BOOT_OVERHEAD_S + probe
 
     def watchdog_seconds(self) -> float:
         """Host seconds before the guest counts as hung: three times the

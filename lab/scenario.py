@@ -15,6 +15,8 @@
     append      = idle=poll               (guest kernel command line)
     trace       = 100                     (trace phase; counts wake-ups
                                            over this many us)
+    trace_duration = 10                   (seconds of the trace phase;
+                                           the measurement's if not set)
     timerlat    = 1000                    (rtla timerlat phase, stopped and
                                            auto-analysed at this many us)
     nic         = 20000                   (a virtio NIC the host sends UDP
@@ -42,7 +44,7 @@ SCENARIO_DIR = paths.REPO / "common" / "scenarios"
 SUFFIX = ".scenario"
 KEYS = {"description", "duration", "cyclictest", "module", "background",
         "disk", "probe", "probe_module", "append", "trace", "pin",
-        "both_busy", "timerlat", "nic", "default"}
+        "both_busy", "timerlat", "nic", "default", "trace_duration"}
 REPEATABLE = {"background"}
 # cyclictest options the lab sets itself: duration, output, and never -h
 # (a histogram gives every thread the same interval, ignoring -d) nor
@@ -71,6 +73,9 @@ class Scenario:
     probe_module: str = ""
     append: str = ""
     trace: int = 0
+    # seconds of the trace phase, 0: the measurement's duration.  A long
+    # measurement's events would overrun the ring buffer.
+    trace_duration: int = 0
     # a phase of rtla timerlat with auto-analysis at this threshold (us),
     # in traced boots only
     timerlat: int = 0
@@ -95,6 +100,10 @@ class Scenario:
         return self.nic is not None
 
     @property
+    def trace_seconds(self) -> int:
+        return self.trace_duration or self.duration
+
+    @property
     def digest(self) -> str:
         return hashlib.sha256(self.path.read_bytes()).hexdigest()
 
@@ -114,6 +123,7 @@ class Scenario:
                "PROBE_MODULE_ARGS": self.probe_module if explained else "",
                "NBACKGROUND": len(self.background),
                "TRACE": (self.trace or "") if explained else "",
+               "TRACE_DURATION": self.trace_seconds,
                "TIMERLAT": (self.timerlat or "") if explained else "",
                "PIN": "" if self.pin is None else self.pin}
         for i, cmd in enumerate(self.background):
@@ -185,10 +195,12 @@ def parse(path: Path) -> Scenario:
             raise LabError(f"{where}: {key} already set on line "
                            f"{lines[key]}")
         lines[key] = lineno
-        if key in ("duration", "disk", "trace", "pin", "timerlat"):
+        if key in ("duration", "disk", "trace", "pin", "timerlat",
+                   "trace_duration"):
             lo, hi = {"duration": (1, 3600), "disk": (16, 65536),
                       "trace": (50, 100000), "pin": (0, 1),
-                      "timerlat": (50, 100000)}[key]
+                      "timerlat": (50, 100000),
+                      "trace_duration": (1, 3600)}[key]
             if not value.isdigit() or not lo <= int(value) <= hi:
                 raise LabError(f"{where}: {key} must be a whole number "
                                f"from {lo} to {hi}, got {value!r}")
@@ -214,6 +226,9 @@ def parse(path: Path) -> Scenario:
     for required in ("description", "duration"):
         if required not in values:
             raise LabError(f"{path}: missing '{required} = ...'")
+    if "trace_duration" in values and "trace" not in values:
+        raise LabError(f"{path}:{lines['trace_duration']}: trace_duration "
+                       f"without trace (the trace phase's threshold)")
     if bool(values.get("probe")) != bool(values.get("probe_module")):
         raise LabError(f"{path}: probe and probe_module go together "
                        f"(the probe needs the module loaded on demand)")

@@ -2,10 +2,12 @@
 # format).  Parameters from the host: DURATION, CYCLICTEST, MODULE_ARGS,
 # DISK, NBACKGROUND and BACKGROUND_0.. (loads that run through every
 # phase and are stopped when the phases end), PROBE_ARGS,
-# PROBE_MODULE_ARGS, TRACE (non-empty: a trace phase), TIMERLAT (non-empty: an rtla timerlat
-# phase with auto-analysis at this many us), PIN (a CPU: cyclictest's threads are
+# PROBE_MODULE_ARGS, TRACE (non-empty: a trace phase of TRACE_DURATION
+# seconds), TIMERLAT (non-empty: an rtla timerlat phase with
+# auto-analysis at this many us), PIN (a CPU: cyclictest's threads are
 # pinned there instead of set free), PHASE_US and BG_PHASE_US (waits that
-# give each boot its own phase between the periodic loads, lab/scenario.py).
+# give each boot its own phase between the periodic loads,
+# lab/scenario.py).
 # Writes into $LAB: cyclictest.json (with histograms), cyclictest.out
 # (every sample, -v), cyclictest-start.txt, affinity.txt,
 # softirqs-before/after, ksoftirqd-before/after, net-before/after (the
@@ -194,10 +196,11 @@ cp /tmp/cyclictest.json /tmp/cyclictest.out /tmp/cyclictest-start.txt \
 latency_measurements cyclictest /tmp/cyclictest.json > /tmp/measurements
 mark measure
 
-# Trace phase, same load: cyclictest again, as long as the measurement,
-# with the events traced into a ring buffer that holds the whole run
-# (24 MB per CPU; measured: 2 MB for 10 s of long-block, while 8 MB lost
-# up to 80,000 of 300,000 events in 10 s of net-noise).  Its latencies
+# Trace phase, same load: cyclictest again, for TRACE_DURATION seconds
+# (the measurement's unless the scenario is longer than the ring buffer
+# holds), with the events traced into a ring buffer that holds the whole
+# phase (24 MB per CPU; measured: 2 MB for 10 s of long-block, while 8 MB
+# lost up to 80,000 of 300,000 events in 10 s of net-noise).  Its latencies
 # against the untraced run give the tracing overhead; lab/trace.py finds
 # the worst wake-ups in the trace and explains them.  The trace clock is
 # CLOCK_MONOTONIC, cyclictest's: the default per-CPU clock drifts from it
@@ -205,7 +208,7 @@ mark measure
 if [ -n "$TRACE" ]; then
 	# shellcheck disable=SC2086
 	trace-cmd start -C mono -b 24576 $EVENTS > /dev/null
-	run_cyclictest "$MEASURE" /tmp/traced.json /tmp/traced-start.txt \
+	run_cyclictest "$TRACE_DURATION" /tmp/traced.json /tmp/traced-start.txt \
 		> /dev/null
 	trace-cmd stop > /dev/null
 	# the ring buffer's own account: overruns and dropped events per CPU

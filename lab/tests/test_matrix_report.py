@@ -506,3 +506,8 @@ def test_a_traced_boot_has_room_for_a_slow_trace_phase(tmp_path):
     assert traced.traced and not untraced.traced
     assert untraced.watchdog_seconds() == 3 * (10 + 8) + 60
     assert traced.watchdog_seconds() == 3 * (2 * 10 + 8) + 60 + 300
+    # a 60 s scenario traced for 10 s expects 10 s more, not 60
+    long = Scenario(name="qais", path=tmp_path / "qais.scenario",
+                    description="x", duration=60, trace=100,
+                    trace_duration=10)
+    assert matrix.Cell(v, long, 1).expected_seconds() == 60 + 10 + 8

@@ -137,6 +137,19 @@ def test_pinned_threads_and_a_random_phase_per_boot(tmp_path):
                              "pin = 2\n"))
 
 
+def test_a_trace_phase_shorter_than_the_measurement(tmp_path):
+    s = scenario.parse(write(tmp_path, "description = x\nduration = 60\n"
+                             "trace = 100\ntrace_duration = 10\n"))
+    assert s.plan_env()["TRACE_DURATION"] == 10
+    plain = scenario.parse(write(tmp_path, "description = x\nduration = 60"
+                                 "\ntrace = 100\n", "p.scenario"))
+    assert plain.plan_env()["TRACE_DURATION"] == 60
+    with pytest.raises(LabError, match=r"s.scenario:3: trace_duration "
+                                       r"without trace"):
+        scenario.parse(write(tmp_path, "description = x\nduration = 60\n"
+                             "trace_duration = 10\n"))
+
+
 def test_both_busy_is_yes_or_no(tmp_path):
     s = scenario.parse(write(tmp_path, "description = x\nduration = 5\n"
                              "both_busy = yes\n"))
