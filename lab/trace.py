@@ -444,6 +444,10 @@ def explain(index: Index, w: Window, path_us: int = 0) -> dict:
     others = {k: v for k, v in where[cpu_run].items() if k != OWN}
     top = max(others.items(), key=lambda kv: kv[1]) if others \
         else ("unknown", 0.0)
+    cause, kind = _cause(top, cpu_run), _kind(top[0])
+    if _a_task(top[0]) and w.fired.cpu == cpu_run and \
+            w.late_us > (w.latency_us - path_us) / 2:
+        cause, kind = _late_timer(index, w, top)
     return {"latency_us": w.latency_us - path_us, "pid": w.pid,
             "comm": w.waking.args["comm"], "window": [t0, t_run],
             "timer_late_us": w.late_us,
@@ -453,9 +457,29 @@ def explain(index: Index, w: Window, path_us: int = 0) -> dict:
                          for e in moves],
             "cpus": {str(c): {k: round(v, 1) for k, v in sorted(
                 where[c].items(), key=lambda kv: -kv[1])} for c in cpus},
-            "cause": _cause(top, cpu_run),
-            "kind": _kind(top[0]),
+            "cause": cause, "kind": kind,
             "emulator": top[0] in EMULATOR}
+
+
+def _a_task(label: str) -> bool:
+    return _kind(label).startswith("task ")
+
+
+def _late_timer(index: Index, w: Window, top: tuple) -> tuple:
+    """A task held the thread's CPU, but most of the wait came before
+    the thread's timer interrupt: that task ran instead of the interrupt
+    (with interrupts off in the guest, or on a vCPU the emulator did not
+    interrupt), not instead of the woken thread.  A CPU that logged no
+    event until the interrupt came leaves the two apart."""
+    cpu = w.fired.cpu
+    logged = any(e.cpu == cpu and e.name != "local_timer_entry"
+                 for e in index.between(w.t0, w.fired.ts)
+                 if e.ts < w.fired.ts)
+    seen = "it logged events meanwhile" if logged \
+        else "it logged no event meanwhile"
+    return (f"timer interrupt {w.late_us} us late on CPU{cpu} while task "
+            f"{top[0]} ran there; {seen}",
+            "timer late, " + _kind(top[0]))
 
 
 def _kind(label: str) -> str:

@@ -359,3 +359,34 @@ def test_residency_is_the_share_of_samples_per_cpu():
     from types import SimpleNamespace as NS
     windows = [NS(end=NS(cpu=c)) for c in (0, 0, 0, 1)]
     assert trace.residency(windows) == {"0": 75.0, "1": 25.0}
+
+
+# dd holds CPU0 and the thread's timer, due at 30.001, fires only at
+# 30.003: dd ran instead of the interrupt, not instead of the thread.
+LATE_UNDER_A_TASK = WIDENED.format(ts="29.000000") + \
+    sleep("cyclictest", 600, 0, 29.5, 30.001) + """\
+      cyclictest-600   [000]    29.500010: sched_switch:         cyclictest:600 [0] S ==> dd:700 [120]
+{between}              dd-700   [000]    30.002999: local_timer_entry:    vector=236
+""" + fires("dd", 700, 0, 30.003, 30.003) + """\
+              dd-700   [000]    30.003005: sched_waking:         comm=cyclictest pid=600 prio=0 target_cpu=000
+              dd-700   [000]    30.003008: local_timer_exit:     vector=236
+              dd-700   [000]    30.003010: sched_switch:         dd:700 [120] R ==> cyclictest:600 [0]
+""" + sleep("cyclictest", 600, 0, 30.00302, 30.002)
+
+
+def test_a_task_that_held_off_the_timer_interrupt_is_told_apart():
+    quiet = worst(LATE_UNDER_A_TASK.format(between=""))
+    assert quiet["timer_late_us"] == 2000
+    assert quiet["cause"] == ("timer interrupt 2000 us late on CPU0 while "
+                              "task dd ran there; it logged no event "
+                              "meanwhile")
+    assert quiet["kind"] == "timer late, task dd on the task's CPU"
+    busy = worst(LATE_UNDER_A_TASK.format(between=(
+        "              dd-700   [000]    30.002000: softirq_raise:        "
+        "vec=3 [action=NET_RX]\n")))
+    assert busy["cause"].endswith("it logged events meanwhile")
+    # a task that ran after a timely interrupt is still the cause
+    x = worst(LATE_UNDER_A_TASK.format(between="").replace(
+        "30.003010: sched_switch", "30.009000: sched_switch").replace(
+        "30.003020: hrtimer_start", "30.009010: hrtimer_start"))
+    assert x["cause"].startswith("task dd ran on CPU0")
