@@ -132,7 +132,8 @@ def analyse(runs: list, traces: dict = None, predicted: dict = None,
              "seeds": [r.get("phase_seed") for r in free],
              "per_boot": per_boot, "cost": cost,
              "softirqs": {v: sum(r["softirqs"][v] for r in rs) / len(rs)
-                          for v in results.VECTORS}}
+                          for v in results.VECTORS},
+             "softirqs_per_s": softirq_rates(rs)}
         probe = probe_summary(free)
         if probe:
             c["probe"] = probe
@@ -664,8 +665,44 @@ def plots(runs: list, a: dict, out: Path) -> list:
     return made
 
 
+def softirq_rates(runs: list) -> dict:
+    """{vector: [handler runs per guest second of the measurement, one
+    per boot]}, from /proc/softirqs before and after it."""
+    runs = [r for r in runs if r.get("measured_seconds")]
+    return {v: [r["softirqs"][v] / r["measured_seconds"] for r in runs]
+            for v in results.VECTORS} if runs else {}
+
+
+# vectors that run less often than this in every cell of a scenario are
+# left out of its table of handler runs
+RATE_MIN_PER_S = 1.0
+
+
+def softirq_rate_table(a: dict) -> list:
+    """report.md's tables of each vector's handler runs per second, per
+    scenario: the median boot, and the boots' range."""
+    out = []
+    for scen in a["scenarios"]:
+        rows = [(v, a["cells"][f"{scen}/{v}"]["softirqs_per_s"])
+                for v in a["variants"]
+                if a["cells"].get(f"{scen}/{v}", {}).get("softirqs_per_s")]
+        vecs = [v for v in results.VECTORS
+                if any(max(r[v]) >= RATE_MIN_PER_S for _, r in rows)]
+        if not rows or not vecs:
+            continue
+        out += [f"{scen}:", "", "| variant | boots | " +
+                " | ".join(vecs) + " |", "|---|---|" + "---|" * len(vecs)]
+        for var, r in rows:
+            out.append(f"| {var} | {len(r[vecs[0]])} | " + " | ".join(
+                f"{_median(r[v]):.0f} ({min(r[v]):.0f}-{max(r[v]):.0f})"
+                for v in vecs) + " |")
+        out.append("")
+    return out
+
+
 def markdown(text: str, images: list, command: str,
-             trace_text: list = (), accounting: list = ()) -> str:
+             trace_text: list = (), accounting: list = (),
+             rates: list = ()) -> str:
     timelines = [i for i in images if i.startswith("timeline-")]
     md = ["# softirq-rt lab report", "",
           f"Made with `{command}`; the raw results are in `data/`.", "",
@@ -689,6 +726,13 @@ def markdown(text: str, images: list, command: str,
                "that ran on CPU0, where most scenarios raise their "
                "softirqs.", "",
                *accounting]
+    if rates:
+        md += ["## Softirq handler runs per vector (every boot)", "",
+               "Runs of each vector's handler per guest second of the "
+               "measurement, from /proc/softirqs before and after it: the "
+               "median boot, and the range over the cell's boots.  "
+               "ksoftirqd's CPU time over the same window is the cost "
+               "metric ksoftirqd_cpu_percent.", "", *rates]
     md += ["## Tail latency per boot", "", "![p99 and max](tails.png)", ""]
     md += ["## Share of samples above a latency, per boot", ""]
     md += [f"![{i}]({i})" for i in images if i.startswith("survival-")]
@@ -729,7 +773,8 @@ def write(root: Path, out: Path, descriptions: dict, command: str,
         text, images, command, report_traces.text(
             traces, a["variants"], a["scenarios"]),
         report_traces.accounting_table(traces, a["variants"],
-                                       a["scenarios"])))
+                                       a["scenarios"]),
+        softirq_rate_table(a)))
     return out
 
 

@@ -218,6 +218,7 @@ def summarize(run_dir: Path) -> dict:
         affinity=affinity(run_dir, record.get("plan_env", {}).get("PIN",
                                                                   "")),
         softirqs={v: after.get(v, 0) - before.get(v, 0) for v in VECTORS},
+        measured_seconds=seconds,
         ksoftirqd_cpu_percent=100 * ksoftirqd_seconds(
             run_dir / "ksoftirqd-before", run_dir / "ksoftirqd-after")
         / seconds,

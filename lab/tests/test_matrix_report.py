@@ -178,6 +178,15 @@ def test_report_from_run_folders(tmp_path):
         "n.s."
     assert a["cells"]["idle/better"]["boots"] == [1, 2, 3, 4, 5]
     assert a["cells"]["long/baseline"]["softirqs"]["BLOCK"] == 700
+    # 700 BLOCK runs over the 10 s the counters say the measurement took
+    rates = a["cells"]["long/baseline"]["softirqs_per_s"]
+    assert set(rates["BLOCK"]) == {70.0} and set(rates["HI"]) == {0.0}
+    md = (out / "report.md").read_text()
+    assert "## Softirq handler runs per vector (every boot)" in md
+    header = next(ln for ln in md.splitlines()
+                  if ln.startswith("| variant | boots | ") and "BLOCK" in ln
+                  and "inline" not in ln)
+    assert "HI" not in header.split("|")      # never ran: left out
     # every per-boot value in analysis.json is in that boot's data file
     data = store.read_json(out / "data" / "better-long-boot3.json.gz")
     assert data["boot_values"]["p99"] == \
