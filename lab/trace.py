@@ -148,10 +148,13 @@ def timeline(events: list, stall_us: float = STALL_US) -> dict:
     A segment's label is "BLOCK softirq", "BLOCK softirq in ksoftirqd/0",
     "hard irq" (STALLED when one lasts over `stall_us`), a task's comm,
     "idle" or "unknown" (before the CPU's first event); its pid is the
-    task current on the CPU.
+    task current on the CPU.  A softirq belongs to the task it runs in:
+    PREEMPT_RT can switch away in the middle of one, and the task
+    switched to is not in it.
     """
     state = {}
     out = {}
+    held = {}           # task (pid; the idle tasks per CPU) -> its softirq
     for e in events:
         s = state.get(e.cpu)
         if s is None:
@@ -177,11 +180,18 @@ def timeline(events: list, stall_us: float = STALL_US) -> dict:
         elif edge == "exit":
             s["hard"] = max(0, s["hard"] - 1)
         elif e.name == "sched_switch":
+            if s["soft"] is not None:
+                held[_task_key(s["pid"], e.cpu)] = s["soft"]
             s["task"], s["pid"] = e.args.get("next_comm", "?"), \
                 _pid(e.args, "next_pid")
+            s["soft"] = held.pop(_task_key(s["pid"], e.cpu), None)
     for cpu, s in state.items():
         out[cpu].add(s["since"], float("inf"), _label(s), s["pid"])
     return out
+
+
+def _task_key(pid: int, cpu: int):
+    return pid if pid > 0 else (pid, cpu)
 
 
 def _label(s: dict) -> str:
@@ -445,9 +455,8 @@ def explain(index: Index, w: Window, path_us: int = 0) -> dict:
     top = max(others.items(), key=lambda kv: kv[1]) if others \
         else ("unknown", 0.0)
     cause, kind = _cause(top, cpu_run), _kind(top[0])
-    if _a_task(top[0]) and w.fired.cpu == cpu_run and \
-            w.late_us > (w.latency_us - path_us) / 2:
-        cause, kind = _late_timer(index, w, top)
+    if _a_task(top[0]) and w.late_us > (w.latency_us - path_us) / 2:
+        cause, kind = _late_timer(index, w)
     return {"latency_us": w.latency_us - path_us, "pid": w.pid,
             "comm": w.waking.args["comm"], "window": [t0, t_run],
             "timer_late_us": w.late_us,
@@ -465,21 +474,29 @@ def _a_task(label: str) -> bool:
     return _kind(label).startswith("task ")
 
 
-def _late_timer(index: Index, w: Window, top: tuple) -> tuple:
+def _late_timer(index: Index, w: Window) -> tuple:
     """A task held the thread's CPU, but most of the wait came before
-    the thread's timer interrupt: that task ran instead of the interrupt
-    (with interrupts off in the guest, or on a vCPU the emulator did not
-    interrupt), not instead of the woken thread.  A CPU that logged no
-    event until the interrupt came leaves the two apart."""
+    the thread's timer interrupt: the wait is the late interrupt, not a
+    task that ran instead of the woken thread.  Named with what ran on
+    the timer's CPU from the expiry to the interrupt (interrupts off in
+    the guest there, or a vCPU the emulator did not interrupt: the
+    trace has no event that tells them apart), and whether that CPU
+    logged any event meanwhile."""
     cpu = w.fired.cpu
+    held = {k: v for k, v in occupancy(index.cpus[cpu], w.t0,
+                                       w.fired.ts).items()
+            if k != "hard irq"} if cpu in index.cpus else {}
+    what = max(held.items(), key=lambda kv: kv[1])[0] if held \
+        else "unknown"
     logged = any(e.cpu == cpu and e.name != "local_timer_entry"
                  for e in index.between(w.t0, w.fired.ts)
                  if e.ts < w.fired.ts)
     seen = "it logged events meanwhile" if logged \
         else "it logged no event meanwhile"
-    return (f"timer interrupt {w.late_us} us late on CPU{cpu} while task "
-            f"{top[0]} ran there; {seen}",
-            "timer late, " + _kind(top[0]))
+    under = f"task {what}" if _a_task(what) else what
+    return (f"timer interrupt {w.late_us} us late on CPU{cpu}, under "
+            f"{under}; {seen}",
+            "timer late, " + _kind(what))
 
 
 def _kind(label: str) -> str:

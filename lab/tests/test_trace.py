@@ -2,6 +2,8 @@
 import json
 import re
 
+import pytest
+
 from lab import trace, traceview
 
 # trace-cmd report's format.  A BLOCK softirq runs 4.9 ms inline on CPU0;
@@ -377,8 +379,8 @@ LATE_UNDER_A_TASK = WIDENED.format(ts="29.000000") + \
 def test_a_task_that_held_off_the_timer_interrupt_is_told_apart():
     quiet = worst(LATE_UNDER_A_TASK.format(between=""))
     assert quiet["timer_late_us"] == 2000
-    assert quiet["cause"] == ("timer interrupt 2000 us late on CPU0 while "
-                              "task dd ran there; it logged no event "
+    assert quiet["cause"] == ("timer interrupt 2000 us late on CPU0, "
+                              "under task dd; it logged no event "
                               "meanwhile")
     assert quiet["kind"] == "timer late, task dd on the task's CPU"
     busy = worst(LATE_UNDER_A_TASK.format(between=(
@@ -390,3 +392,40 @@ def test_a_task_that_held_off_the_timer_interrupt_is_told_apart():
         "30.003010: sched_switch", "30.009000: sched_switch").replace(
         "30.003020: hrtimer_start", "30.009010: hrtimer_start"))
     assert x["cause"].startswith("task dd ran on CPU0")
+
+
+def test_a_late_timer_names_what_ran_on_the_timers_cpu():
+    """The timer fires late on CPU1 under iperf3; the thread is then
+    moved to CPU0, where dd held the CPU all along."""
+    text = WIDENED.format(ts="29.000000") + \
+        sleep("cyclictest", 600, 1, 29.5, 30.001) + """\
+      cyclictest-600   [001]    29.500010: sched_switch:         cyclictest:600 [0] S ==> iperf3:800 [120]
+              dd-700   [000]    29.600000: sched_switch:         sh:100 [120] S ==> dd:700 [120]
+          iperf3-800   [001]    30.002999: local_timer_entry:    vector=236
+""" + fires("iperf3", 800, 1, 30.003, 30.003) + """\
+          iperf3-800   [001]    30.003005: sched_waking:         comm=cyclictest pid=600 prio=0 target_cpu=000
+          iperf3-800   [001]    30.003006: sched_migrate_task:   comm=cyclictest pid=600 prio=0 orig_cpu=1 dest_cpu=0
+          iperf3-800   [001]    30.003008: local_timer_exit:     vector=236
+              dd-700   [000]    30.003100: sched_switch:         dd:700 [120] R ==> cyclictest:600 [0]
+""" + sleep("cyclictest", 600, 0, 30.00311, 30.002)
+    x = worst(text)
+    assert x["ran_on"] == 0 and x["timer_late_us"] == 2000
+    assert x["cause"].startswith("timer interrupt 2000 us late on CPU1, "
+                                 "under task iperf3;")
+    assert x["kind"] == "timer late, task iperf3 on the task's CPU"
+
+
+def test_a_preempted_softirq_stays_with_its_task():
+    """PREEMPT_RT switches from an irq thread in the middle of NET_RX to
+    a higher-priority task and back: the time between is that task's."""
+    events = trace.parse("""\
+   irq/25-virtio-90    [000]    40.000000: softirq_entry:        vec=3 [action=NET_RX]
+   irq/25-virtio-90    [000]    40.000100: sched_switch:         irq/25-virtio:90 [49] R ==> cyclictest:600 [0]
+      cyclictest-600   [000]    40.000500: sched_switch:         cyclictest:600 [0] S ==> irq/25-virtio:90 [49]
+   irq/25-virtio-90    [000]    40.000600: softirq_exit:         vec=3 [action=NET_RX]
+   irq/25-virtio-90    [000]    40.001000: sched_switch:         irq/25-virtio:90 [49] S ==> swapper/0:0 [120]
+""")
+    segs = trace.timeline(events)[0]
+    assert trace.occupancy(segs, 40.0, 40.001) == pytest.approx(
+        {"NET_RX softirq": 200.0, "cyclictest": 400.0,
+         "irq/25-virtio": 400.0})
