@@ -208,8 +208,8 @@ mark measure
 if [ -n "$TRACE" ]; then
 	# shellcheck disable=SC2086
 	trace-cmd start -C mono -b 24576 $EVENTS > /dev/null
-	run_cyclictest "$TRACE_DURATION" /tmp/traced.json /tmp/traced-start.txt \
-		> /dev/null
+	run_cyclictest "$TRACE_DURATION" /tmp/traced.json \
+		/tmp/traced-start.txt > /dev/null
 	trace-cmd stop > /dev/null
 	# the ring buffer's own account: overruns and dropped events per CPU
 	for f in /sys/kernel/tracing/per_cpu/cpu*/stats; do

@@ -400,7 +400,7 @@ def test_a_late_timer_names_what_ran_on_the_timers_cpu():
     text = WIDENED.format(ts="29.000000") + \
         sleep("cyclictest", 600, 1, 29.5, 30.001) + """\
       cyclictest-600   [001]    29.500010: sched_switch:         cyclictest:600 [0] S ==> iperf3:800 [120]
-              dd-700   [000]    29.600000: sched_switch:         sh:100 [120] S ==> dd:700 [120]
+              sh-100   [000]    29.600000: sched_switch:         sh:100 [120] S ==> dd:700 [120]
           iperf3-800   [001]    30.002999: local_timer_entry:    vector=236
 """ + fires("iperf3", 800, 1, 30.003, 30.003) + """\
           iperf3-800   [001]    30.003005: sched_waking:         comm=cyclictest pid=600 prio=0 target_cpu=000
