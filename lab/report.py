@@ -4,15 +4,14 @@ Reads only what the runs wrote (via lab/results.py), so it can be run
 again, anywhere the results folder was copied, without booting anything.
 report.txt is plain text of at most 72 columns, for a reply on the list.
 """
-import os
 import re
 import time
 from collections import defaultdict
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from . import (figures, kconfig, metrics, paths, predictions, report_traces,
                results, stats, store)
+from .cores import map_on_cores
 from .log import LabError, warn
 from .textfmt import WIDTH, fmt_us, wrap as _wrap
 
@@ -33,8 +32,7 @@ def load(root: Path, variants=None, scenarios=None) -> list:
     dirs = [p.parent for p in sorted(root.glob("*/*/boot-*/run.json"))
             if (not variants or p.parts[-4] in variants)
             and (not scenarios or p.parts[-3] in scenarios)]
-    with ProcessPoolExecutor(len(os.sched_getaffinity(0))) as pool:
-        read = list(pool.map(_read_run, dirs, chunksize=4))
+    read = map_on_cores(_read_run, dirs, chunksize=4)
     for run_dir, (s, error) in zip(dirs, read):
         if error is not None:
             # damaged by hand or by a failing disk: `run` redoes it

@@ -1,11 +1,10 @@
 """The report's trace part: the cause of each cell's worst cases, the
 tracing overhead, a timeline per scenario and files for trace viewers."""
-import os
-from concurrent.futures import ProcessPoolExecutor
 from itertools import repeat
 from pathlib import Path
 
 from . import figures, stats, timerlat, trace, traceview
+from .cores import map_on_cores
 from .textfmt import WIDTH, fmt_us, wrap as _wrap
 
 WORST = 3                  # wake-ups explained per cell
@@ -287,9 +286,8 @@ def files(t: dict, variants: list, scenarios: list, out: Path) -> list:
                  if t.get(f"{scen}/{v}", {}).get("worst")]
         if worst:
             todo.append((scen, worst))
-    with ProcessPoolExecutor(len(os.sched_getaffinity(0))) as pool:
-        return list(pool.map(_timeline, *zip(*todo), repeat(out))) \
-            if todo else []
+    return map_on_cores(_timeline, *zip(*todo), repeat(out)) \
+        if todo else []
 
 
 def _timeline(scen: str, worst: list, out: Path) -> str:
