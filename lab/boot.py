@@ -29,7 +29,7 @@ def judge(outcome: qemu.Outcome, run_dir: Path, timeout: float) -> str:
 
 def run_plan(built: Built, plan: Path, run_dir: Path, accel: qemu.Accel,
              timeout: float = 120, cpus: int = qemu.GUEST_CPUS,
-             extra_args=(), initrd: Path = None, env: dict = None,
+             memory_mb: int = qemu.GUEST_MEMORY_MB, extra_args=(), initrd: Path = None, env: dict = None,
              context: dict = None, append: str = "") -> dict:
     """Boot `built` with `plan`; return run.json's content (also saved).
 
@@ -45,9 +45,11 @@ def run_plan(built: Built, plan: Path, run_dir: Path, accel: qemu.Accel,
     machine = qemu.Machine(kernel=built.image,
                            initrd=initrd or initramfs.build(),
                            share=run_dir, accel=accel, cpus=cpus,
-                           append=append, extra=list(extra_args))
+                           memory_mb=memory_mb, append=append,
+                           extra=list(extra_args))
     record = runfolder.provenance(built, plan, env, cpus,
-                                  qemu.describe(machine), context)
+                                  qemu.describe(machine), context,
+                                  memory_mb=memory_mb)
     store.write_json(run_dir / "run.json", record)
     outcome = qemu.run(machine, run_dir / "console.log", timeout)
     reason = judge(outcome, run_dir, timeout)

@@ -274,6 +274,15 @@ def cached(variant: Variant, content_hash: str):
     return None
 
 
+def up_to_date(variant: Variant, digest: str, index: int, total: int):
+    """The variant's cached kernel, said so, or None."""
+    hit = cached(variant, variant.content_hash(digest, RECIPE))
+    if hit:
+        info(f"variant {index}/{total} {variant.name}: up to date "
+             f"({hit.meta['release']}, {hit.meta['hash'][:12]})")
+    return hit
+
+
 @contextlib.contextmanager
 def locked(name: str):
     """One build in a shared tree at a time, across processes.
@@ -303,8 +312,14 @@ def build(variant: Variant, index: int = 1, total: int = 1,
         info(f"variant {index}/{total} {variant.name}: boots {own.name}'s "
              f"kernel")
     repo, digest, version = source.unpacked_source(own.tarball, own.source)
-    with locked(repo.name):
-        built = _build(own, repo, digest, version, index, total, force)
+    # A cached kernel needs no lock (its folder appears by a rename), so
+    # a user or test never waits for another variant's build to find it.
+    hit = None if force else up_to_date(own, digest, index, total)
+    if hit:
+        built = hit
+    else:
+        with locked(repo.name):
+            built = _build(own, repo, digest, version, index, total, force)
     return built if own is variant else \
         Built(variant.name, built.folder, built.meta)
 
@@ -403,10 +418,9 @@ def _build(variant: Variant, repo: Path, digest: str, version: str,
            index: int, total: int, force: bool) -> Built:
     content_hash = variant.content_hash(digest, RECIPE)
     label = f"variant {index}/{total} {variant.name}"
-    hit = None if force else cached(variant, content_hash)
+    # built by the process this one waited for
+    hit = None if force else up_to_date(variant, digest, index, total)
     if hit:
-        info(f"{label}: up to date ({hit.meta['release']}, "
-             f"{content_hash[:12]})")
         return hit
 
     check_disk(paths.cache_dir(), NEEDED_GB)

@@ -11,6 +11,7 @@ module, of the kernel it is built for.
 import hashlib
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from . import build, initramfs, paths, rtlabuild
@@ -37,15 +38,22 @@ def _build_in_copy(src: Path, dest: Path, command, product: str,
     if (dest / product).is_file():
         return dest / product
     info(f"building {what}")
-    tmp = dest.with_name(dest.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(src, tmp)
-    r = subprocess.run(command(tmp), capture_output=True, text=True)
-    if r.returncode != 0 or not (tmp / product).is_file():
-        tail = "\n  ".join((r.stdout + r.stderr).strip().splitlines()[-20:])
-        raise LabError(f"building {what} failed:\n  {tail}")
-    shutil.rmtree(dest, ignore_errors=True)
-    tmp.rename(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    # a copy of this process's own: two processes may build the same
+    with tempfile.TemporaryDirectory(dir=dest.parent,
+                                     prefix=dest.name + ".") as work:
+        tmp = Path(work) / "src"
+        shutil.copytree(src, tmp)
+        r = subprocess.run(command(tmp), capture_output=True, text=True)
+        if r.returncode != 0 or not (tmp / product).is_file():
+            tail = "\n  ".join(
+                (r.stdout + r.stderr).strip().splitlines()[-20:])
+            raise LabError(f"building {what} failed:\n  {tail}")
+        try:
+            tmp.rename(dest)
+        except OSError:
+            if not (dest / product).is_file():   # not another's, finished
+                raise
     return dest / product
 
 

@@ -9,6 +9,7 @@ the content of everything in it.
 import hashlib
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from . import paths
@@ -83,20 +84,23 @@ def build(extra: dict = None, name: str = "base") -> Path:
     out = paths.cache_dir() / "initramfs" / f"{name}-{h.hexdigest()[:16]}.cpio"
     if out.is_file():
         return out
-    stage = out.with_suffix(".stage")
-    shutil.rmtree(stage, ignore_errors=True)
-    for d in DIRS:
-        (stage / d).mkdir(parents=True, exist_ok=True)
-    for guest_path, host in files.items():
-        dest = stage / guest_path
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(host, dest)     # follows symlinks: real file content
-        dest.chmod(0o755)
-    (stage / "bin" / "sh").symlink_to("busybox")
-    tmp = out.with_suffix(".tmp")
-    tmp.write_bytes(cpio(stage))
-    shutil.rmtree(stage)
-    tmp.rename(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # A stage folder of this process's own, and an atomic rename: two
+    # processes (pytest workers, JOBS guests) may build the same archive.
+    with tempfile.TemporaryDirectory(dir=out.parent,
+                                     prefix=out.stem + ".") as work:
+        stage = Path(work) / "stage"
+        for d in DIRS:
+            (stage / d).mkdir(parents=True, exist_ok=True)
+        for guest_path, host in files.items():
+            dest = stage / guest_path
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(host, dest)     # follows symlinks: real content
+            dest.chmod(0o755)
+        (stage / "bin" / "sh").symlink_to("busybox")
+        tmp = Path(work) / "archive.cpio"
+        tmp.write_bytes(cpio(stage))
+        tmp.rename(out)
     return out
 
 

@@ -102,16 +102,24 @@ def analyse(runs: list, traces: dict = None, predicted: dict = None,
                                             bases[v], v != bases[v], v))
     scenarios = sorted({r["scenario"] for r in runs},
                        key=lambda s: (s != "idle", s))
-    null = [r["boot_values"]["p99"] for r in ok
-            if r["scenario"] == NULL_CONTROL and r["variant"] == "baseline"
-            and r["affinity"]["as_asked"]]
+    size = {r["scenario"]: r.get("cpus", 2) for r in runs}
+
+    def null(scen: str) -> dict:
+        """The null control of scen's guest size: {its name: p99s}."""
+        found = defaultdict(list)
+        for r in ok:
+            if is_null_control(r["scenario"]) and \
+                    size[r["scenario"]] == size[scen] and \
+                    r["variant"] == "baseline" and r["affinity"]["as_asked"]:
+                found[r["scenario"]].append(r["boot_values"]["p99"])
+        return dict(found)
     out = {"variants": variants, "bases": bases, "scenarios": scenarios,
            "cells": {},
            "probe_args": {r["scenario"]: r.get("plan_env", {}).get(
                "PROBE_ARGS", "") for r in ok},
            "withheld": {s: w for s in scenarios
                         if (w := emulator_blamed(traces, s, variants,
-                                                 s in busy, null))},
+                                                 s in busy, null(s)))},
            "failed": [{k: r[k] for k in ("variant", "scenario", "boot",
                                          "reason")}
                       for r in runs if r["status"] != "ok"]}
@@ -184,20 +192,23 @@ def shown_verdict(cmp: dict, withheld_reason) -> str:
 
 
 def emulator_blamed(traces: dict, scen: str, variants: list,
-                    both_busy: bool = False, null: list = ()) -> str:
+                    both_busy: bool = False, null: dict = None) -> str:
     """Why a scenario's verdicts are withheld, or "" if they stand.
 
-    - the scenario keeps both vCPUs busy and the null control (null-hog:
-      no softirq load, so no kernel can delay the task) measured emulator
-      latency over NULL_LIMIT_US in the same results;
+    - the scenario keeps every vCPU busy and the null control of its
+      guest size (null: {name: per-boot p99s}; no softirq load, so no
+      kernel can delay the task) measured emulator latency over
+      NULL_LIMIT_US in the same results;
     - or the traces that agree with cyclictest blame the emulator (a
       vCPU standing still in an interrupt) for most of a variant's worst
       wake-ups.
     """
-    if both_busy and null and _median(null) > NULL_LIMIT_US:
-        return (f"emulator: both vCPUs busy, and the null control "
-                f"null-hog (no softirq load) has p99 {fmt_us(min(null))}-"
-                f"{fmt_us(max(null))} us on baseline")
+    for name, p99s in (null or {}).items() if both_busy else ():
+        if _median(p99s) > NULL_LIMIT_US:
+            return (f"emulator: every vCPU busy, and the null control "
+                    f"{name} (no softirq load) has p99 "
+                    f"{fmt_us(min(p99s))}-{fmt_us(max(p99s))} us on "
+                    f"baseline")
     for var in variants:
         worst = traces.get(f"{scen}/{var}", {}).get("worst", [])
         blamed = sum(bool(x.get("emulator")) for x in worst)
@@ -211,6 +222,12 @@ def emulator_blamed(traces: dict, scen: str, variants: list,
 # idle's p99 is 30-200 us here; null-hog's was 9-26 ms.
 NULL_LIMIT_US = 1000
 NULL_CONTROL = "null-hog"
+
+
+def is_null_control(scen: str) -> bool:
+    """null-hog, or its twin at another guest size (null-hog-4cpu): a
+    busy scenario is judged by the one of its own size."""
+    return scen == NULL_CONTROL or scen.startswith(NULL_CONTROL + "-")
 
 
 MODELS = {"PREEMPT_RT": "PREEMPT_RT", "PREEMPT": "full preemption "
@@ -270,12 +287,17 @@ def _setup_lines(runs: list, a: dict, descriptions: dict) -> list:
     which = (f"the lab's QEMU ({emulator['source']} with "
              f"{', '.join(emulator['patches'])}; build {emulator['build']})"
              if emulator else q["qemu_version"])
-    out += _wrap(f"Guest: {which}, {r0.get('cpus', 2)} vCPUs, "
+    sizes = sorted({(r.get("cpus", 2), r.get("memory_mb", 1024))
+                    for r in runs})
+    out += _wrap(f"Guest: {which}, "
+                 + " or ".join(f"{c} vCPUs and {m} MB" for c, m in sizes)
+                 + (" (each scenario's below)" if len(sizes) > 1 else "")
+                 + ", "
                  f"{' '.join(q['accel']['args'])}"
                  + (f", guest {q['accel']['append']}"
                     if q['accel'].get('append') else "")
                  + (" (one CPU at boot, as every icount setting; init "
-                    "brings CPU1 online before any test)"
+                    "brings the other CPUs online before any test)"
                     if "maxcpus=1" in q['accel'].get('append', "") else "")
                  + ".", "  ")
     out += _wrap(f"Host CPU: {q['host_cpu']}.", "  ")
@@ -287,7 +309,9 @@ def _setup_lines(runs: list, a: dict, descriptions: dict) -> list:
         r = next(x for x in runs if x["scenario"] == scen)
         env = r.get("plan_env") or {}
         pin = env.get("PIN", "")
-        out += _wrap(f"{scen}: {env.get('DURATION', '?')} s, cyclictest "
+        size = f"{r.get('cpus', 2)} vCPUs, " if len(sizes) > 1 else ""
+        out += _wrap(f"{scen}: {size}{env.get('DURATION', '?')} s, "
+                     f"cyclictest "
                      f"{env.get('CYCLICTEST', '?')}"
                      + (f" pinned to CPU{pin}" if str(pin) else "") + "; "
                      + ("synthetic load (the softirq_load module)"
@@ -513,8 +537,9 @@ def text_report(runs: list, a: dict, descriptions: dict) -> str:
         f"(interquartile range) of the two cells. At least "
         f"{stats.MIN_BOOTS} boots per cell, else 'too few (n)'. 'small': "
         f"significant and beyond the spread, but under {stats.RATIO}x. "
-        f"'withheld': the scenario keeps both vCPUs busy and the null "
-        f"control null-hog shows emulator latency over "
+        f"'withheld': the scenario keeps every vCPU busy and the null "
+        f"control of its guest size (null-hog, null-hog-4cpu...) shows "
+        f"emulator latency over "
         f"{fmt_us(NULL_LIMIT_US)} us, or traces that agree with "
         f"cyclictest blame the emulator for its worst cases. 'withheld "
         f"(spread)': significant, but the shift is within the boots' "

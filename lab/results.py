@@ -194,6 +194,7 @@ def summarize(run_dir: Path) -> dict:
            "reason": record.get("reason", ""),
            "accel": record["qemu"]["accel"]["name"],
            "cpus": record.get("cpus", 2),
+           "memory_mb": record.get("memory_mb", 1024),
            "seconds": record.get("seconds", 0),
            "plan_env": record.get("plan_env", {}),
            "kernel": record["kernel"], "qemu": record["qemu"],

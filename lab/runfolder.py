@@ -113,8 +113,8 @@ def plan_digest(plan: Path) -> str:
 
 
 def provenance(built: Built, plan: Path, env: dict, cpus: int,
-               machine: dict, context: dict = None,
-               runner: str = "local") -> dict:
+               machine: dict, context: dict = None, runner: str = "local",
+               memory_mb: int = qemu.GUEST_MEMORY_MB) -> dict:
     """run.json of a run about to start: what runs, where and how."""
     return {
         "runner": runner,
@@ -126,6 +126,7 @@ def provenance(built: Built, plan: Path, env: dict, cpus: int,
         "plan_sha256": plan_digest(plan),
         "plan_env": dict(env or {}),
         "cpus": cpus,
+        "memory_mb": memory_mb,
         "qemu": machine,
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "status": "running",

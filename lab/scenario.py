@@ -25,6 +25,11 @@
                                            lab/nicload.py)
     default     = no                      (not in the default matrix:
                                            SCENARIOS=name or all runs it)
+    cpus        = 4                       (the guest's vCPUs, 1 to 8;
+                                           2 if not set; background
+                                           commands see it as $CPUS)
+    memory      = 2048                    (the guest's memory in MB;
+                                           1024 if not set)
 
 A scenario is data: adding one is adding a file.  Every mistake is
 reported with the file and line at fault, before anything starts.
@@ -36,7 +41,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import paths
+from . import paths, qemu
 from .log import LabError
 from .variants import pick
 
@@ -44,7 +49,8 @@ SCENARIO_DIR = paths.REPO / "common" / "scenarios"
 SUFFIX = ".scenario"
 KEYS = {"description", "duration", "cyclictest", "module", "background",
         "disk", "probe", "probe_module", "append", "trace", "pin",
-        "both_busy", "timerlat", "nic", "default", "trace_duration"}
+        "both_busy", "timerlat", "nic", "default", "trace_duration",
+        "cpus", "memory"}
 REPEATABLE = {"background"}
 # cyclictest options the lab sets itself: duration, output, and never -h
 # (a histogram gives every thread the same interval, ignoring -d) nor
@@ -53,8 +59,15 @@ LAB_OWNED = {"-a", "--affinity", "-D", "--duration", "-h", "--histogram",
              "-H", "--histofall", "--histfile", "--json", "-q", "--quiet",
              "-m", "--mlockall", "-S", "--smp", "-v", "--verbose", "-u",
              "--unbuffered", "-o", "--oscope", "-N", "--nsecs"}
+# common/kernel.config's CONFIG_NR_CPUS, and the plan's affinity mask (ff)
+MAX_CPUS = 8
 # Kernel parameters the lab sets itself (lab/qemu.py).
 LAB_OWNED_CMDLINE = {"console", "panic"}
+# Whole-number keys and their ranges (pin: checked against cpus below).
+NUMBERS = {"duration": (1, 3600), "disk": (16, 65536), "trace": (50, 100000),
+           "pin": (0, MAX_CPUS - 1), "timerlat": (50, 100000),
+           "trace_duration": (1, 3600), "cpus": (1, MAX_CPUS),
+           "memory": (256, 8192)}
 MODULE_PARAMS = {"vector", "spin_us", "storm_spin_us", "period_us", "cpu",
                  "burst", "napis"}
 
@@ -90,6 +103,11 @@ class Scenario:
     nic: int = None
     # in the default matrix (`make lab` without SCENARIOS)
     default: bool = True
+    # the guest's size: under icount every vCPU's instructions advance
+    # the one virtual clock, so each busy vCPU slows the others (README,
+    # "Guest size")
+    cpus: int = qemu.GUEST_CPUS
+    memory: int = qemu.GUEST_MEMORY_MB
 
     @property
     def alone(self) -> bool:
@@ -195,12 +213,8 @@ def parse(path: Path) -> Scenario:
             raise LabError(f"{where}: {key} already set on line "
                            f"{lines[key]}")
         lines[key] = lineno
-        if key in ("duration", "disk", "trace", "pin", "timerlat",
-                   "trace_duration"):
-            lo, hi = {"duration": (1, 3600), "disk": (16, 65536),
-                      "trace": (50, 100000), "pin": (0, 1),
-                      "timerlat": (50, 100000),
-                      "trace_duration": (1, 3600)}[key]
+        if key in NUMBERS:
+            lo, hi = NUMBERS[key]
             if not value.isdigit() or not lo <= int(value) <= hi:
                 raise LabError(f"{where}: {key} must be a whole number "
                                f"from {lo} to {hi}, got {value!r}")
@@ -226,6 +240,10 @@ def parse(path: Path) -> Scenario:
     for required in ("description", "duration"):
         if required not in values:
             raise LabError(f"{path}: missing '{required} = ...'")
+    if values.get("pin", 0) >= values.get("cpus", qemu.GUEST_CPUS):
+        raise LabError(f"{path}:{lines['pin']}: pin = {values['pin']}, but "
+                       f"the guest has {values.get('cpus', qemu.GUEST_CPUS)}"
+                       f" CPUs (cpus = N sets how many)")
     if "trace_duration" in values and "trace" not in values:
         raise LabError(f"{path}:{lines['trace_duration']}: trace_duration "
                        f"without trace (the trace phase's threshold)")

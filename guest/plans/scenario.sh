@@ -1,5 +1,6 @@
 # Scenario plan (one run of a scenario; see lab/scenario.py for the file
-# format).  Parameters from the host: DURATION, CYCLICTEST, MODULE_ARGS,
+# format).  Background commands see DURATION and CPUS (the online
+# CPUs).  Parameters from the host: DURATION, CYCLICTEST, MODULE_ARGS,
 # DISK, NBACKGROUND and BACKGROUND_0.. (loads that run through every
 # phase and are stopped when the phases end), PROBE_ARGS,
 # PROBE_MODULE_ARGS, TRACE (non-empty: a trace phase of TRACE_DURATION
@@ -28,7 +29,9 @@ KO=/lib/modules/softirq_load.ko
 # so the bound is a day: a plan that never ends meets the watchdog first.
 MEASURE=$DURATION
 DURATION=86400
-export DURATION
+# the guest's CPUs (the scenario's cpus), for loads sized to the guest
+CPUS=$(nproc)
+export DURATION CPUS
 EVENTS="-e irq:softirq_raise -e irq:softirq_entry -e irq:softirq_exit
 -e irq:irq_handler_entry -e irq:irq_handler_exit -e sched:sched_waking
 -e sched:sched_wakeup -e sched:sched_switch -e sched:sched_migrate_task

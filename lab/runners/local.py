@@ -144,7 +144,8 @@ def run_cell(c, built_kernel, initrd: Path, accel, root: Path) -> dict:
         with nic:
             return boot.run_plan(
                 built_kernel, runfolder.PLAN, run_dir, accel,
-                timeout=timeout, initrd=initrd, extra_args=extra,
+                timeout=timeout, cpus=c.scenario.cpus,
+                memory_mb=c.scenario.memory, initrd=initrd, extra_args=extra,
                 env=c.plan_env(), append=c.append,
                 context=runfolder.cell_context(c))
     finally:

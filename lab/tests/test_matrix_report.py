@@ -27,7 +27,7 @@ SOFTIRQS = """\
 
 
 def fake_run(root, variant, scen, boot, lo, hi, status="ok", seed=0,
-             conf=None):
+             conf=None, cpus=2):
     d = root / variant / scen / f"boot-{boot}"
     d.mkdir(parents=True)
     rng = random.Random(seed)
@@ -57,7 +57,7 @@ def fake_run(root, variant, scen, boot, lo, hi, status="ok", seed=0,
             {"summary": True, "n": 10, "requested": 10, "missed": 0}) +
             "\n")
     store.write_json(d / "run.json", {
-        "variant": variant, "status": status, "boot": boot,
+        "variant": variant, "status": status, "boot": boot, "cpus": cpus,
         "variant_conf": {"name": variant, **(conf or {"base": "baseline"})},
         "reason": "" if status == "ok" else "guest hung: watchdog",
         "scenario": {"name": scen, "digest": "d"},
@@ -209,12 +209,12 @@ def test_withheld_when_the_traces_blame_the_emulator():
         "boot 1: 5604 windows against 7741 samples"]}
     assert report.emulator_blamed(traces, "fs", ["better"]) == ""
     # both vCPUs busy: the null control's measured latency decides
-    null = [9206, 10929, 10933, 17368, 26022]
+    null = {"null-hog": [9206, 10929, 10933, 17368, 26022]}
     assert report.emulator_blamed(traces, "fs", ["better"], True, null) == \
-        "emulator: both vCPUs busy, and the null control null-hog (no " \
+        "emulator: every vCPU busy, and the null control null-hog (no " \
         "softirq load) has p99 9206-26022 us on baseline"
     assert report.emulator_blamed(traces, "fs", ["better"], True,
-                                  [30, 31, 45]) == ""
+                                  {"null-hog": [30, 31, 45]}) == ""
     cmp = {"verdict": "lower", "p_lower": 0.004, "p_higher": 1,
            "shift": -100, "spread": 10}
     assert report.shown_verdict(cmp, why) == "withheld"
@@ -348,6 +348,33 @@ def test_each_generation_is_compared_with_its_own_base(tmp_path):
     assert "new-base for new-rt" in text
     assert "(Debian linux-source-6.12) for new-base, new-rt" in text
     assert "p99 n.s.." not in text
+
+
+def test_a_busy_scenario_is_judged_by_the_null_control_of_its_size(
+        tmp_path):
+    """A 4-vCPU busy scenario's verdicts stand or fall with null-hog-4cpu,
+    not with the 2-vCPU null-hog, and the report names each size."""
+    root = tmp_path / "res"
+    for boot in range(1, 6):
+        fake_run(root, "baseline", "null-hog", boot, 9000, 20000, seed=boot)
+        fake_run(root, "baseline", "null-hog-4cpu", boot, 30, 60, seed=boot,
+                 cpus=4)
+        for scen, cpus in (("busy", 2), ("busy-4cpu", 4)):
+            fake_run(root, "baseline", scen, boot, 1000, 5000, seed=boot,
+                     cpus=cpus)
+            fake_run(root, "better", scen, boot, 60, 400, seed=boot,
+                     cpus=cpus)
+    out = report.write(root, tmp_path / "rep", {}, "make lab",
+                       busy={"busy", "busy-4cpu"})
+    a = json.loads((out / "data" / "analysis.json").read_text())
+    assert a["withheld"]["busy"].startswith(
+        "emulator: every vCPU busy, and the null control null-hog ")
+    assert "busy-4cpu" not in a["withheld"]
+    assert a["cells"]["busy-4cpu/better"]["vs_baseline"]["p99"]["shown"] \
+        == "lower"
+    text = " ".join((out / "report.txt").read_text().split())
+    assert "2 vCPUs and 1024 MB or 4 vCPUs and 1024 MB" in text
+    assert "busy-4cpu: 4 vCPUs, 2 s" in text
 
 
 def _median_p99(a, var):

@@ -132,9 +132,9 @@ def test_pinned_threads_and_a_random_phase_per_boot(tmp_path):
                                 "f.scenario")).plan_env()
     assert free["PIN"] == "" and "PHASE_US" not in free
     with pytest.raises(LabError, match=r"s.scenario:3: pin must be a whole "
-                                       r"number from 0 to 1"):
+                                       r"number from 0 to 7"):
         scenario.parse(write(tmp_path, "description = x\nduration = 5\n"
-                             "pin = 2\n"))
+                             "pin = 8\n"))
 
 
 def test_a_trace_phase_shorter_than_the_measurement(tmp_path):
@@ -195,3 +195,20 @@ def test_a_nic_is_a_rate_or_flood_and_runs_alone(tmp_path):
                                        r"per second"):
         scenario.parse(write(tmp_path, base + "nic = fast\n"))
 
+
+
+def test_a_guest_size_of_up_to_eight_cpus(tmp_path):
+    s = scenario.parse(write(tmp_path, "description = x\nduration = 5\n"))
+    assert (s.cpus, s.memory) == (2, 1024)
+    s = scenario.parse(write(tmp_path, "description = x\nduration = 5\n"
+                             "cpus = 8\nmemory = 2048\npin = 7\n"))
+    assert (s.cpus, s.memory, s.pin) == (8, 2048, 7)
+    with pytest.raises(LabError, match=r"s.scenario:3: cpus must be a "
+                       r"whole number from 1 to 8, got '16'"):
+        scenario.parse(write(tmp_path, "description = x\nduration = 5\n"
+                             "cpus = 16\n"))
+    # pin names a CPU the guest has
+    with pytest.raises(LabError, match=r"s.scenario:3: pin = 2, but the "
+                       r"guest has 2 CPUs"):
+        scenario.parse(write(tmp_path, "description = x\nduration = 5\n"
+                             "pin = 2\n"))

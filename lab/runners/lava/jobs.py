@@ -127,10 +127,10 @@ def definition(cell, built, initrd: Path, accel: qemu.Accel,
         "job_seconds": int(seconds + 2 * JOB_OVERHEAD_S + 300),
         "boot_seconds": 300,
         "test_seconds": int(seconds + JOB_OVERHEAD_S),
-        "memory_mb": qemu.GUEST_MEMORY_MB,
+        "memory_mb": scen.memory,
         # LAVA's qemu type adds -nographic, -m, -monitor none, a user-mode
         # NIC the guest leaves down, and QEMU's default devices
-        "qemu_options": [" ".join(qemu.guest_options(accel))],
+        "qemu_options": [" ".join(qemu.guest_options(accel, scen.cpus))],
         "cmdline": qemu.kernel_cmdline(
             accel, " ".join(w for w in (cell.append, CONSOLE_TRANSPORT)
                             if w)),

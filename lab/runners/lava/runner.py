@@ -93,8 +93,9 @@ def submit(cell, built, initrd: Path, accel, root: Path,
                "qemu_version": "", "host_cpu": "LAVA worker",
                "host_boot_id": ""}
     record = runfolder.provenance(built, runfolder.PLAN, cell.plan_env(),
-                                  qemu.GUEST_CPUS, machine,
-                                  runfolder.cell_context(cell), "lava")
+                                  cell.scenario.cpus, machine,
+                                  runfolder.cell_context(cell), "lava",
+                                  cell.scenario.memory)
     record["lava"] = {"server": opts.server.url, "job": job,
                       "url": opts.server.job_url(job),
                       "template": opts.template.name, "initrd": own}
