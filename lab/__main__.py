@@ -155,9 +155,10 @@ def _report(args, root, names, scens) -> int:
     every = scenario.discover()
     descriptions = {s.name: s.description for s in every}
     busy = {s.name for s in every if s.both_busy}
+    lead = {s.name: s.lead for s in every}
     command = _command(args, "variants", "scenarios", "boots", "jobs",
                        "results", "name")
-    report.write(root, out, descriptions, command, names, scens, busy)
+    report.write(root, out, descriptions, command, names, scens, busy, lead)
     print((out / "report.txt").read_text(), end="")
     info(f"report: {out}/report.txt, {out}/report.md")
     return 0

@@ -82,7 +82,7 @@ def probe_summary(rs: list):
 
 
 def analyse(runs: list, traces: dict = None, predicted: dict = None,
-            busy: set = frozenset()) -> dict:
+            busy: set = frozenset(), lead: dict = None) -> dict:
     """Per cell: each boot's values; per variant: verdicts on them.
 
     A boot whose cyclictest threads could not move (the affinity widening
@@ -114,6 +114,8 @@ def analyse(runs: list, traces: dict = None, predicted: dict = None,
                 found[r["scenario"]].append(r["boot_values"]["p99"])
         return dict(found)
     out = {"variants": variants, "bases": bases, "scenarios": scenarios,
+           # the latency metric each scenario's rows and summary lead with
+           "lead": {s: (lead or {}).get(s, "p99") for s in scenarios},
            "cells": {},
            "probe_args": {r["scenario"]: r.get("plan_env", {}).get(
                "PROBE_ARGS", "") for r in ok},
@@ -344,8 +346,8 @@ def _summary(runs: list, a: dict) -> list:
              "Medium: " + _medium(runs[0]) + "."]
     holds, small, few, none = defaultdict(list), [], [], []
     for key, c in a["cells"].items():
-        vs = c.get("vs_baseline", {}).get("p99")
         scen, var = key.split("/")
+        vs = c.get("vs_baseline", {}).get(lead_of(a, scen))
         if vs and vs["shown"] in ("lower", "higher"):
             holds[f"{var} {vs['shown']}"].append(
                 f"{scen} x{vs['ratio']:.2f}")
@@ -359,10 +361,11 @@ def _summary(runs: list, a: dict) -> list:
     # lines with a shorter form (counts; the rows below list them), used
     # from the last such line back while the summary does not fit
     n_holds = sum(len(v) for v in holds.values())
-    lines.append(("p99 holds (rank test, 5+ boots): " + (
+    label = _lead_label(a)
+    lines.append((f"{label} holds (rank test, 5+ boots): " + (
         "; ".join(f"{k} in {', '.join(v)}" for k, v in holds.items())
         if holds else "nothing") + ".",
-        f"p99 holds (rank test, 5+ boots) in {n_holds} comparisons, "
+        f"{label} holds (rank test, 5+ boots) in {n_holds} comparisons, "
         f"marked lower or higher below."))
     others = (f"the other {len(none)} comparison"
               f"{'s' if len(none) > 1 else ''}")
@@ -410,6 +413,29 @@ def _summary(runs: list, a: dict) -> list:
 SUMMARY_LINES = 10
 
 
+def lead_of(a: dict, scen: str) -> str:
+    """The latency metric a scenario leads with (p99 in an analysis made
+    before scenarios could name one)."""
+    return a.get("lead", {}).get(scen, "p99")
+
+
+def _lead_label(a: dict) -> str:
+    """'p99', or 'p99 (max in cover-letter, qais)' where scenarios lead
+    with another metric."""
+    others = defaultdict(list)
+    for scen in a["scenarios"]:
+        m = lead_of(a, scen)
+        if m != "p99":
+            others[m].append(scen)
+    if not others:
+        return "p99"
+    if len(others) == 1 and len(next(iter(others.values()))) == \
+            len(a["scenarios"]):
+        return next(iter(others))
+    return "p99 (" + "; ".join(f"{m} in {', '.join(ss)}"
+                               for m, ss in others.items()) + ")"
+
+
 def _n(count: int, word: str) -> str:
     return f"{count} {word}" + ("" if count == 1 else "s")
 
@@ -421,11 +447,13 @@ def _name_width(a: dict) -> int:
 
 def _cell_rows(a: dict, scen: str) -> list:
     n = _name_width(a)
-    head = f"  {'variant':<{n}}{'p99 per boot (us)':<28}{'>1ms':>6}" \
-        f"{'missed':>7}  p99 vs base"
-    out = [head if len(head) <= WIDTH else head.replace("p99 vs", "vs")]
+    lead = lead_of(a, scen)
+    head = f"  {'variant':<{n}}{lead + ' per boot (us)':<28}{'>1ms':>6}" \
+        f"{'missed':>7}  {lead} vs base"
+    out = [head if len(head) <= WIDTH else
+           head.replace(f"{lead} vs", "vs")]
     cells = {var: a["cells"].get(f"{scen}/{var}") for var in a["variants"]}
-    words = {var: _verdict_word(c.get("vs_baseline", {}).get("p99"))
+    words = {var: _verdict_word(c.get("vs_baseline", {}).get(lead))
              for var, c in cells.items() if c and c["boots"]}
     # a long name and the longest verdict take room from the values
     # column, the same in every row; values that do not fit go on lines
@@ -438,7 +466,7 @@ def _cell_rows(a: dict, scen: str) -> list:
             out.append(f"  {var:<{n}}no finished run with free threads")
             continue
         pb = c["per_boot"]
-        vals = " ".join(fmt_us(v) for v in pb["p99"])
+        vals = " ".join(fmt_us(v) for v in pb[lead])
         over = _median_pct(pb["over_1ms"])
         missed = _median_pct(pb["missed"])
         word = words[var]
@@ -488,8 +516,32 @@ def _bases_text(a: dict) -> str:
                      for b, vs in sorted(per.items())) or "none compared"
 
 
+# shown beside a scenario's lead metric where it is not p99
+TAIL_METRICS = ("p99", "p99.9", "p99.99")
+
+
+def _beside_lead(a: dict, scen: str, var: str) -> list:
+    """One variant's other tail quantiles: median over boots and verdict
+    (a quantile that no boot had the samples for is left out)."""
+    c = a["cells"].get(f"{scen}/{var}")
+    if not c or not c["boots"]:
+        return []
+    parts = []
+    for m in TAIL_METRICS:
+        if m == lead_of(a, scen):
+            continue
+        med = _median(c["per_boot"].get(m, []))
+        if med != med:
+            continue
+        word = _verdict_word(c.get("vs_baseline", {}).get(m))
+        parts.append(f"{m} {fmt_us(med)}" + (f" {word}" if word else ""))
+    return _wrap(f"{var}: " + "; ".join(parts) + ".", "    ") if parts \
+        else []
+
+
 def _detail(a: dict, scen: str) -> list:
     out = []
+    lead = lead_of(a, scen)
     for var in a["variants"]:
         gen = a["cells"].get(f"{scen}/{var}", {}).get("vs_other_generation")
         if gen:
@@ -498,20 +550,22 @@ def _detail(a: dict, scen: str) -> list:
                          f"generations (not like for like): p99 "
                          f"{word.rstrip('.')}.", "    ")
         vs = a["cells"].get(f"{scen}/{var}", {}).get("vs_baseline", {})
-        p = vs.get("p99")
+        p = vs.get(lead)
         if p and p["shown"] == "withheld" and p["verdict"] not in (
                 "n.s.", "not enough boots"):
-            out += _wrap(f"{var}: the test alone would say p99 "
+            out += _wrap(f"{var}: the test alone would say {lead} "
                          f"{p['verdict']} x{p['ratio']:.2f} "
                          f"({stats.fmt_p(min(p['p_lower'], p['p_higher']))})"
                          f"; withheld as above.", "    ")
         if p and p["shown"].split()[-1] in ("lower", "higher"):
             lo, hi = p["shift_interval"]
-            out += _wrap(f"{var}: p99 shift {fmt_us(p['shift'])} us "
+            out += _wrap(f"{var}: {lead} shift {fmt_us(p['shift'])} us "
                          f"[{fmt_us(lo)}, {fmt_us(hi)}], "
                          f"{stats.fmt_p(min(p['p_lower'], p['p_higher']))}"
                          f", boots' spread {fmt_us(p['spread'])} us.",
                          "    ")
+        if lead != "p99":
+            out += _beside_lead(a, scen, var)
         pred = a["cells"].get(f"{scen}/{var}", {}).get("prediction")
         if pred:
             cmp = vs.get(pred["metric"], {})
@@ -774,10 +828,12 @@ def markdown(text: str, images: list, command: str,
 
 
 def write(root: Path, out: Path, descriptions: dict, command: str,
-          variants=None, scenarios=None, busy=()) -> Path:
+          variants=None, scenarios=None, busy=(), lead=None) -> Path:
+    """`lead`: {scenario: the latency metric its rows lead with}, p99
+    where not named."""
     runs = load(root, variants, scenarios)
     traces = report_traces.analyse(runs)
-    a = analyse(runs, traces, busy=set(busy))
+    a = analyse(runs, traces, busy=set(busy), lead=lead)
     a["traces"] = traces
     a["command"] = command
     out.mkdir(parents=True, exist_ok=True)

@@ -30,6 +30,10 @@
                                            commands see it as $CPUS)
     memory      = 2048                    (the guest's memory in MB;
                                            1024 if not set)
+    lead        = max                     (the latency metric the report
+                                           leads with; p99 if not set:
+                                           max where the claim under test
+                                           is a worst case)
 
 A scenario is data: adding one is adding a file.  Every mistake is
 reported with the file and line at fault, before anything starts.
@@ -41,7 +45,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import paths, qemu
+from . import metrics, paths, qemu
 from .log import LabError
 from .variants import pick
 
@@ -50,7 +54,7 @@ SUFFIX = ".scenario"
 KEYS = {"description", "duration", "cyclictest", "module", "background",
         "disk", "probe", "probe_module", "append", "trace", "pin",
         "both_busy", "timerlat", "nic", "default", "trace_duration",
-        "cpus", "memory"}
+        "cpus", "memory", "lead"}
 REPEATABLE = {"background"}
 # cyclictest options the lab sets itself: duration, output, and never -h
 # (a histogram gives every thread the same interval, ignoring -d) nor
@@ -108,6 +112,8 @@ class Scenario:
     # "Guest size")
     cpus: int = qemu.GUEST_CPUS
     memory: int = qemu.GUEST_MEMORY_MB
+    # the per-boot latency metric the report leads with
+    lead: str = "p99"
 
     @property
     def alone(self) -> bool:
@@ -225,6 +231,12 @@ def parse(path: Path) -> Scenario:
             _check_cyclictest(value, where)
         elif key == "append":
             _check_append(value, where)
+        elif key == "lead":
+            known = [m.name for m in metrics.LATENCY if m.of_samples]
+            if value not in known:
+                raise LabError(f"{where}: lead must be a latency metric "
+                               f"of lab/metrics.py ({', '.join(known)}), "
+                               f"got {value!r}")
         elif key == "nic":
             if value != "flood" and not (value.isdigit() and
                                          1 <= int(value) <= 10000000):

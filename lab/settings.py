@@ -104,6 +104,16 @@ SETTINGS = [
     Setting("icount-4-slice20", "icount-3-slice20 at half speed (16 ns "
             "per instruction)", "tcg,icount-slice=20000",
             icount="shift=4,sleep=off", append=ICOUNT_APPEND, lab_qemu=True),
+    # The same twins for bigger guests: with every one of N vCPUs busy,
+    # each runs at 1/N of the default's speed (README.md, "Guest size").
+    Setting("icount-5-slice20", "icount-3-slice20 at a quarter of its "
+            "speed (32 ns per instruction): a 4-vCPU guest's CPU0 with "
+            "every vCPU busy", "tcg,icount-slice=20000",
+            icount="shift=5,sleep=off", append=ICOUNT_APPEND, lab_qemu=True),
+    Setting("icount-6-slice20", "icount-3-slice20 at an eighth of its "
+            "speed (64 ns per instruction): an 8-vCPU guest's CPU0 with "
+            "every vCPU busy", "tcg,icount-slice=20000",
+            icount="shift=6,sleep=off", append=ICOUNT_APPEND, lab_qemu=True),
     Setting("kvm", "hardware virtualisation", "kvm"),
 ]
 

@@ -377,6 +377,33 @@ def test_a_busy_scenario_is_judged_by_the_null_control_of_its_size(
     assert "busy-4cpu: 4 vCPUs, 2 s" in text
 
 
+def test_a_scenario_whose_claim_is_a_worst_case_leads_with_max(tmp_path):
+    """The cover letter quotes maxima: its rows, verdicts and summary
+    use max; p99 stands beside it, and p99.99, for which a boot of 2000
+    samples is too short, is left out rather than shown as a max."""
+    root = tmp_path / "res"
+    for boot in range(1, 6):
+        for scen in ("letter", "idle"):
+            fake_run(root, "baseline", scen, boot, 1000, 5000 + boot,
+                     seed=boot)
+            fake_run(root, "better", scen, boot, 60, 400 + boot, seed=boot)
+    out = report.write(root, tmp_path / "rep", {}, "make lab",
+                       lead={"letter": "max"})
+    a = json.loads((out / "data" / "analysis.json").read_text())
+    assert a["lead"] == {"idle": "p99", "letter": "max"}
+    text = (out / "report.txt").read_text()
+    flat = " ".join(text.split())
+    assert "p99 (max in letter) holds (rank test, 5+ boots): better " \
+        "lower in idle x" in flat
+    letter = text.split("\n  letter:")[1]
+    assert "max per boot (us)" in letter and "max vs base" in letter
+    assert "better: max shift" in " ".join(letter.split())
+    assert re.search(r"better: p99 \d+ lower x0\.\d\d\.", letter)
+    assert "p99.99" not in letter
+    idle = text.split("\n  idle:")[1].split("\n  letter:")[0]
+    assert "p99 per boot (us)" in idle
+
+
 def _median_p99(a, var):
     return report._median(a["cells"][f"long/{var}"]["per_boot"]["p99"])
 

@@ -1,6 +1,8 @@
 """Metrics are declared once (lab/metrics.py) and the guest agrees."""
+import math
 import re
 
+import numpy as np
 import pytest
 
 from lab import metrics, paths, results
@@ -97,3 +99,15 @@ def test_loopback_flood_and_disk_metrics_cover_the_measurement(tmp_path):
     assert got["block_write_mb_s"] == 5.12
     for name in got:
         metrics.get(name)      # every one declared
+
+
+def test_a_tail_quantile_needs_samples_beyond_it():
+    """p99.99 of a 10 s boot (10,000 samples) would be its max under
+    another name: it is left out; 50,000 samples give it."""
+    ten_s = np.arange(1, 10_001, dtype=float)
+    by = {m.name: m for m in metrics.LATENCY}
+    assert by["p99.9"].of_samples(ten_s) == 9990
+    assert math.isnan(by["p99.99"].of_samples(ten_s))
+    assert by["max"].of_samples(ten_s) == 10_000
+    long = np.arange(1, 50_001, dtype=float)
+    assert by["p99.99"].of_samples(long) == 49_995

@@ -212,3 +212,15 @@ def test_a_guest_size_of_up_to_eight_cpus(tmp_path):
                        r"guest has 2 CPUs"):
         scenario.parse(write(tmp_path, "description = x\nduration = 5\n"
                              "pin = 2\n"))
+
+
+def test_a_scenario_leads_with_a_latency_metric(tmp_path):
+    s = scenario.parse(write(tmp_path, "description = x\nduration = 5\n"))
+    assert s.lead == "p99"
+    s = scenario.parse(write(tmp_path, "description = x\nduration = 5\n"
+                             "lead = max\n"))
+    assert s.lead == "max"
+    with pytest.raises(LabError, match=r"s.scenario:3: lead must be a "
+                       r"latency metric of lab/metrics.py \(p50, p99, "):
+        scenario.parse(write(tmp_path, "description = x\nduration = 5\n"
+                             "lead = missed\n"))

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from lab import matrix, paths, results, runfolder, scenario, trace
+from lab import matrix, paths, results, runfolder, scenario, store, trace
 from lab.runners import local
 from lab.tests.test_guest_module import by_name, initrd_for
 
@@ -132,3 +132,22 @@ def test_rt_busy_hog_owns_cpu0(tmp_path, all_variants, built, accel):
     print(f"rt-busy: {got}")
     assert got["softirq_over_rt_percent"] > 10, got
     assert got["softirq_wait_max_us"] > 100_000, got
+
+
+def test_a_four_cpu_scenario_boots_a_four_cpu_guest(tmp_path, all_variants,
+                                                    built, accel):
+    """cpus = 4 reaches QEMU, the guest brings all four CPUs online
+    before the plan (under icount it boots with one), and a background
+    command sees the guest's size as $CPUS."""
+    run_dir = run_short("null-hog-4cpu", tmp_path, all_variants, built,
+                        accel, extra=(
+                            "background = echo cpus $CPUS online "
+                            "$(cat /sys/devices/system/cpu/online); "
+                            "sleep $DURATION",))
+    record = store.read_json(run_dir / "run.json")
+    assert record["cpus"] == 4 and record["memory_mb"] == 1024
+    assert "-smp 4 " in record["qemu"]["command"]
+    assert (run_dir / "bg-1.log").read_text().split() == \
+        ["cpus", "4", "online", "0-3"]
+    # the hogs stayed on CPUs 1-3, cyclictest pinned to CPU0 as asked
+    assert results.summarize(run_dir)["affinity"]["as_asked"]

@@ -30,7 +30,8 @@ def test_boot_values_from_samples():
     threads = {0: {"expected": 1250, "missed": 250}}
     v = stats.boot_values(lat, threads)
     assert v["p50"] == 10 and v["p99"] == 2000 and v["max"] == 2000
-    assert v["p99.9"] == 2000 and v["over_1ms"] == pytest.approx(0.02)
+    # 1000 samples: too few for p99.9 (lab/metrics.py, MIN_BEYOND)
+    assert v["p99.9"] != v["p99.9"] and v["over_1ms"] == pytest.approx(0.02)
     assert v["samples"] == 1000 and v["missed"] == pytest.approx(0.2)
 
 
