@@ -9,8 +9,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from . import (figures, kconfig, metrics, paths, predictions, report_traces,
-               results, stats, store)
+from . import (figures, kconfig, metrics, paths, predictions, report_sweeps,
+               report_traces, results, stats, store)
 from .cores import map_on_cores
 from .log import LabError, warn
 from .textfmt import WIDTH, fmt_us, wrap as _wrap
@@ -609,6 +609,7 @@ def text_report(runs: list, a: dict, descriptions: dict) -> str:
         out += report_traces.cause_lines(a.get("traces", {}),
                                          a["variants"], scen)
         out += _probe_rows(a, scen) + _cost_rows(a, scen)
+    out += report_sweeps.text(a.get("sweeps", {}), a["variants"])
     if a.get("traces"):
         out += [""] + _wrap("Causes of the worst cases and the tracing "
                             "overhead, in full: report.md.")
@@ -810,6 +811,10 @@ def markdown(text: str, images: list, command: str,
                "median boot, and the range over the cell's boots.  "
                "ksoftirqd's CPU time over the same window is the cost "
                "metric ksoftirqd_cpu_percent.", "", *rates]
+    curves = [i for i in images if i.startswith("overload-")]
+    if curves:
+        md += ["## Overload curves", "", *[f"![{i}]({i})" for i in curves],
+               ""]
     md += ["## Tail latency per boot", "", "![p99 and max](tails.png)", ""]
     md += ["## Share of samples above a latency, per boot", ""]
     md += [f"![{i}]({i})" for i in images if i.startswith("survival-")]
@@ -835,6 +840,7 @@ def write(root: Path, out: Path, descriptions: dict, command: str,
     traces = report_traces.analyse(runs)
     a = analyse(runs, traces, busy=set(busy), lead=lead)
     a["traces"] = traces
+    a["sweeps"] = report_sweeps.analyse(runs)
     a["command"] = command
     out.mkdir(parents=True, exist_ok=True)
     (out / "data").mkdir(exist_ok=True)
@@ -847,7 +853,8 @@ def write(root: Path, out: Path, descriptions: dict, command: str,
     text = text_report(runs, a, descriptions)
     store.write_text(out / "report.txt", text)
     images = plots(runs, a, out) + report_traces.files(
-        a["traces"], a["variants"], a["scenarios"], out)
+        a["traces"], a["variants"], a["scenarios"], out) + \
+        report_sweeps.plots(a["sweeps"], a["variants"], out)
     store.write_text(out / "report.md", markdown(
         text, images, command, report_traces.text(
             traces, a["variants"], a["scenarios"]),

@@ -7,7 +7,8 @@ import json
 import re
 from pathlib import Path
 
-from . import cyclictest, metrics, stats, store, timerlat, trace
+from . import (cyclictest, metrics, runfolder, stats, store, timerlat,
+               trace)
 from .log import LabError
 
 VECTORS = trace.VECTORS          # softirq vectors, /proc/softirqs order
@@ -107,6 +108,26 @@ def measured_seconds(run_dir: Path) -> float:
     return r[1].get("uptime", 0.0) - r[0].get("uptime", 0.0) if r else 0.0
 
 
+def nic_offered(run_dir: Path, record: dict) -> dict:
+    """What the host's sender offered a NIC run ({} for another run):
+    the rate asked (0: flood), the frames it handed to the host's kernel
+    per host second, and per guest second of the whole run (boot, every
+    phase), the x of an overload curve.  The sender paces in host time;
+    under icount the guest's clock runs at its own speed, so the rate the
+    guest sees is the second one, an average over the run."""
+    try:
+        sent = json.loads((run_dir / runfolder.NIC_SENT).read_text())
+    except (OSError, ValueError):
+        return {}
+    guest_s = record.get("boot_to_init_s", 0.0) + \
+        sum(record.get("phases_s", {}).values())
+    return {"asked_pps": sent.get("rate", 0),
+            "host_kpps": sent["sent"] / sent["seconds"] / 1000
+            if sent.get("seconds") else float("nan"),
+            "guest_kpps": sent["sent"] / guest_s / 1000 if guest_s
+            else float("nan")}
+
+
 def counter_metrics(run_dir: Path) -> dict:
     """The loads' metrics from the kernel's counters over the measurement
     (net-before and net-after): the NIC's for runs with a network device
@@ -199,7 +220,8 @@ def summarize(run_dir: Path) -> dict:
            "plan_env": record.get("plan_env", {}),
            "kernel": record["kernel"], "qemu": record["qemu"],
            "preemption": preemption(run_dir),
-           "variant_conf": record.get("variant_conf", {})}
+           "variant_conf": record.get("variant_conf", {}),
+           "sweep_of": record.get("scenario", {}).get("sweep_of", "")}
     if record["status"] != "ok":
         return out
     ct = json.loads((run_dir / "cyclictest.json").read_text())
@@ -224,6 +246,7 @@ def summarize(run_dir: Path) -> dict:
             run_dir / "ksoftirqd-before", run_dir / "ksoftirqd-after")
         / seconds,
         metrics=module_metrics(run_dir, seconds) | counter_metrics(run_dir),
+        nic_offered=nic_offered(run_dir, record),
         probe=probe(run_dir))
     traced = run_dir / "cyclictest-traced.json"
     if traced.is_file():

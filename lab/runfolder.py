@@ -213,7 +213,10 @@ def cell_context(c) -> dict:
     variant.conf (source, boot parameters, role)."""
     return {"scenario": {"name": c.scenario.name,
                          "digest": c.scenario.digest,
-                         "text": c.scenario.path.read_text()},
+                         "text": c.scenario.path.read_text(),
+                         "cpus": c.scenario.cpus,
+                         "sweep_of": c.scenario.sweep_of,
+                         "nic": c.scenario.nic},
             "variant_conf": c.variant.described(),
             "boot": c.boot}
 

@@ -22,7 +22,12 @@
     nic         = 20000                   (a virtio NIC the host sends UDP
                                            frames into, packets per second
                                            of host time, or flood:
-                                           lab/nicload.py)
+                                           lab/nicload.py; several rates,
+                                           `nic = 10000 40000 flood`, make
+                                           a sweep: one scenario per rate,
+                                           named <name>-10k, <name>-40k,
+                                           <name>-flood, and an overload
+                                           curve in the report)
     default     = no                      (not in the default matrix:
                                            SCENARIOS=name or all runs it)
     cpus        = 4                       (the guest's vCPUs, 1 to 8;
@@ -38,6 +43,7 @@
 A scenario is data: adding one is adding a file.  Every mistake is
 reported with the file and line at fault, before anything starts.
 """
+import dataclasses
 import hashlib
 import random
 import re
@@ -105,6 +111,11 @@ class Scenario:
     # a NIC fed by the host (lab/nicload.py): packets per second, 0 to
     # flood; None: no NIC
     nic: int = None
+    # a sweep's rates (nic = r1 r2 ...): the file is the sweep, each rate
+    # one scenario of it (expand())
+    sweep: list = field(default_factory=list)
+    # the sweep this scenario is one rate of
+    sweep_of: str = ""
     # in the default matrix (`make lab` without SCENARIOS)
     default: bool = True
     # the guest's size: under icount every vCPU's instructions advance
@@ -129,7 +140,10 @@ class Scenario:
 
     @property
     def digest(self) -> str:
-        return hashlib.sha256(self.path.read_bytes()).hexdigest()
+        h = hashlib.sha256(self.path.read_bytes())
+        if self.sweep_of:           # one rate of the file's sweep
+            h.update(b"\0" + self.name.encode())
+        return h.hexdigest()
 
     def plan_env(self, seed: int = None, explained: bool = True) -> dict:
         """The guest plan's parameters (guest/plans/scenario.sh); the
@@ -238,11 +252,19 @@ def parse(path: Path) -> Scenario:
                                f"of lab/metrics.py ({', '.join(known)}), "
                                f"got {value!r}")
         elif key == "nic":
-            if value != "flood" and not (value.isdigit() and
-                                         1 <= int(value) <= 10000000):
-                raise LabError(f"{where}: nic must be packets per second "
-                               f"(1 to 10000000) or flood, got {value!r}")
-            value = 0 if value == "flood" else int(value)
+            rates = []
+            for word in re.split(r"[,\s]+", value):
+                if word != "flood" and not (word.isdigit() and
+                                            1 <= int(word) <= 10000000):
+                    raise LabError(f"{where}: nic must be packets per "
+                                   f"second (1 to 10000000) or flood, or "
+                                   f"several of them, got {word!r}")
+                rates.append(0 if word == "flood" else int(word))
+            if len(set(rates)) < len(rates):
+                raise LabError(f"{where}: nic names a rate twice: {value}")
+            if len(rates) > 1:
+                values["sweep"] = rates
+            value = rates[0]
         elif key in ("both_busy", "default"):
             if value not in ("yes", "no"):
                 raise LabError(f"{where}: {key} must be yes or no, got "
@@ -265,9 +287,26 @@ def parse(path: Path) -> Scenario:
     return Scenario(name=name, path=path, **values)
 
 
+def rate_label(rate: int) -> str:
+    """A sweep rate in a scenario name: 40k, 2500, flood."""
+    if not rate:
+        return "flood"
+    return f"{rate // 1000}k" if rate % 1000 == 0 else str(rate)
+
+
+def expand(s: Scenario) -> list:
+    """A sweep file's scenarios, one per rate; any other, itself."""
+    if not s.sweep:
+        return [s]
+    return [dataclasses.replace(s, name=f"{s.name}-{rate_label(r)}", nic=r,
+                                sweep=[], sweep_of=s.name)
+            for r in s.sweep]
+
+
 def discover(root: Path = None) -> list:
     root = root or SCENARIO_DIR
-    return [parse(p) for p in sorted(root.glob("*" + SUFFIX))]
+    return [x for p in sorted(root.glob("*" + SUFFIX))
+            for x in expand(parse(p))]
 
 
 def select(names: str = "", root: Path = None) -> list:
@@ -286,8 +325,9 @@ def select(names: str = "", root: Path = None) -> list:
         if word.endswith(SUFFIX):
             if not Path(word).is_file():
                 raise LabError(f"scenario file {word} not found")
-            chosen.append(parse(Path(word)))
-        else:
-            every = every if every is not None else discover(root)
-            chosen += pick(every, word, "scenario")
+            chosen += expand(parse(Path(word)))
+            continue
+        every = every if every is not None else discover(root)
+        rates = [s for s in every if s.sweep_of == word]
+        chosen += rates or pick(every, word, "scenario")
     return chosen

@@ -224,3 +224,25 @@ def test_a_scenario_leads_with_a_latency_metric(tmp_path):
                        r"latency metric of lab/metrics.py \(p50, p99, "):
         scenario.parse(write(tmp_path, "description = x\nduration = 5\n"
                              "lead = missed\n"))
+
+
+def test_a_nic_sweep_is_one_scenario_per_rate(tmp_path):
+    root = tmp_path / "scen"
+    root.mkdir()
+    write(root, "description = x\nduration = 5\nnic = 10000 2500 flood\n"
+          "default = no\n", "sweep.scenario")
+    every = scenario.discover(root)
+    assert [(s.name, s.nic, s.sweep_of) for s in every] == [
+        ("sweep-10k", 10000, "sweep"), ("sweep-2500", 2500, "sweep"),
+        ("sweep-flood", 0, "sweep")]
+    assert len({s.digest for s in every}) == 3
+    assert all(s.alone for s in every)
+    # the sweep's name selects every rate; a rate's name, that one
+    assert [s.name for s in scenario.select("sweep", root)] == \
+        [s.name for s in every]
+    assert [s.name for s in scenario.select("sweep-flood", root)] == \
+        ["sweep-flood"]
+    with pytest.raises(LabError, match=r"sweep.scenario:3: nic names a "
+                       r"rate twice"):
+        scenario.parse(write(root, "description = x\nduration = 5\n"
+                             "nic = 100 100\n", "sweep.scenario"))
