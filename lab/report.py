@@ -119,6 +119,8 @@ def analyse(runs: list, traces: dict = None, predicted: dict = None,
            "cells": {},
            "probe_args": {r["scenario"]: r.get("plan_env", {}).get(
                "PROBE_ARGS", "") for r in ok},
+           "module_args": {r["scenario"]: r.get("plan_env", {}).get(
+               "MODULE_ARGS", "") for r in ok},
            "withheld": {s: w for s in scenarios
                         if (w := emulator_blamed(traces, s, variants,
                                                  s in busy, null(s)))},
@@ -780,7 +782,7 @@ def softirq_rate_table(a: dict) -> list:
 
 def markdown(text: str, images: list, command: str,
              trace_text: list = (), accounting: list = (),
-             rates: list = ()) -> str:
+             rates: list = (), lengths: list = ()) -> str:
     timelines = [i for i in images if i.startswith("timeline-")]
     md = ["# softirq-rt lab report", "",
           f"Made with `{command}`; the raw results are in `data/`.", "",
@@ -811,6 +813,16 @@ def markdown(text: str, images: list, command: str,
                "median boot, and the range over the cell's boots.  "
                "ksoftirqd's CPU time over the same window is the cost "
                "metric ksoftirqd_cpu_percent.", "", *rates]
+    if lengths:
+        md += ["## How long softirq handlers ran (traced boots)", "",
+               "Each run of a vector's handler in the trace phase, from "
+               "softirq_entry to softirq_exit on its task (hard "
+               "interrupts inside it, and on PREEMPT_RT preemption inside "
+               "it, included); vectors whose longest run is under "
+               f"{report_traces.HANDLER_MIN_US} us left out.  Where the "
+               "test module is loaded its vector's runs include its "
+               "fixed spin; elsewhere they are the kernel's own, from "
+               "the emulated devices.", "", *lengths]
     curves = [i for i in images if i.startswith("overload-")]
     if curves:
         md += ["## Overload curves", "", *[f"![{i}]({i})" for i in curves],
@@ -860,7 +872,9 @@ def write(root: Path, out: Path, descriptions: dict, command: str,
             traces, a["variants"], a["scenarios"]),
         report_traces.accounting_table(traces, a["variants"],
                                        a["scenarios"]),
-        softirq_rate_table(a)))
+        softirq_rate_table(a),
+        report_traces.handler_table(traces, a["variants"], a["scenarios"],
+                                    a["module_args"])))
     return out
 
 

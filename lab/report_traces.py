@@ -1,5 +1,6 @@
 """The report's trace part: the cause of each cell's worst cases, the
 tracing overhead, a timeline per scenario and files for trace viewers."""
+import statistics
 from itertools import repeat
 from pathlib import Path
 
@@ -103,7 +104,55 @@ def mean_accounting(boots: list) -> dict:
                 for v in vecs},
             "cyclictest_cpu_percent": {c: sum(
                 b.get("cyclictest_cpu_percent", {}).get(c, 0)
-                for b in boots) / len(boots) for c in cpus}}
+                for b in boots) / len(boots) for c in cpus},
+            "handler_us": merged_lengths(boots)}
+
+
+def merged_lengths(boots: list) -> dict:
+    """Each vector's handler lengths over a cell's traced boots (one,
+    as a rule): runs and runs over 1 ms added up, the median boot's p50
+    and p99, the longest run."""
+    per = {}
+    for b in boots:
+        for vec, h in b.get("handler_us", {}).items():
+            per.setdefault(vec, []).append(h)
+    return {vec: {"runs": sum(h["runs"] for h in hs),
+                  "p50": statistics.median(h["p50"] for h in hs),
+                  "p99": statistics.median(h["p99"] for h in hs),
+                  "max": max(h["max"] for h in hs),
+                  "over_1ms": sum(h["over_1ms"] for h in hs)}
+            for vec, hs in sorted(per.items())}
+
+
+def handler_table(t: dict, variants: list, scenarios: list,
+                  module_args: dict) -> list:
+    """report.md's table of how long each vector's handler ran in the
+    traced boots, beside the test module's own spin where it is loaded."""
+    out = []
+    for scen in scenarios:
+        rows = [(v, vec, h) for v in variants
+                for vec, h in t.get(f"{scen}/{v}", {}).get(
+                    "softirqs", {}).get("handler_us", {}).items()
+                if h["max"] >= HANDLER_MIN_US]
+        if not rows:
+            continue
+        spin = dict(w.split("=", 1) for w in
+                    module_args.get(scen, "").split()).get("spin_us")
+        out += [f"{scen}" + (f" (the module spins {spin} us a run)"
+                             if spin else " (no test module: every "
+                             "handler is the kernel's own)") + ":", "",
+                "| variant | vector | runs | p50 us | p99 us | max us | "
+                "over 1 ms |", "|---|---|---|---|---|---|---|"]
+        out += [f"| {v} | {vec} | {h['runs']} | {h['p50']:.0f} | "
+                f"{h['p99']:.0f} | {h['max']:.0f} | {h['over_1ms']} |"
+                for v, vec, h in rows]
+        out.append("")
+    return out
+
+
+# vectors whose longest run in a cell is shorter are left out of the
+# handler table
+HANDLER_MIN_US = 100
 
 
 # vectors under this share of a CPU in every cell of a scenario are left

@@ -19,7 +19,8 @@ is still widening the threads' affinity the first samples are pinned
 ones; a full trace explains the worst wake-ups of a whole fair run.
 """
 import bisect
-from collections import Counter
+import math
+from collections import Counter, defaultdict
 import re
 import subprocess
 from dataclasses import dataclass, field
@@ -406,11 +407,18 @@ def softirq_accounting(events: list, cpus: dict) -> dict:
             cell[where] += max(0.0, min(b, t1) - max(a, t0)) / span * 100
     wakeups, stopped, handed = 0, 0, Counter()
     pending, last = {}, {}
+    running, lengths = {}, defaultdict(list)
     for e in events:
         if e.name == "softirq_raise":
             pending.setdefault(e.cpu, set()).add(e.args["vec"])
         elif e.name == "softirq_entry":
             pending.get(e.cpu, set()).discard(e.args["vec"])
+            # per task: PREEMPT_RT may switch to another task's softirq
+            running[e.pid] = (e.args["vec"], e.ts)
+        elif e.name == "softirq_exit":
+            vec, start = running.pop(e.pid, (None, 0.0))
+            if vec == e.args["vec"]:
+                lengths[vec].append((e.ts - start) * 1e6)
         elif e.name == "sched_waking" and \
                 e.args.get("comm", "").startswith("ksoftirqd/"):
             wakeups += 1
@@ -423,7 +431,21 @@ def softirq_accounting(events: list, cpus: dict) -> dict:
                             for v, c in sorted(share.items())},
             "ksoftirqd_wakeups": wakeups,
             "stopped_early": stopped,
-            "handed_over": dict(sorted(handed.items()))}
+            "handed_over": dict(sorted(handed.items())),
+            "handler_us": {v: handler_lengths(x)
+                           for v, x in sorted(lengths.items())}}
+
+
+def handler_lengths(us: list) -> dict:
+    """One vector's handler runs, entry to exit (hard irqs inside and, on
+    PREEMPT_RT, preemption inside included): how long real softirqs get,
+    beside the test module's fixed spin."""
+    x = sorted(us)
+    n = len(x)
+    return {"runs": n, "p50": round(x[(n - 1) // 2], 1),
+            "p99": round(x[min(n - 1, math.ceil(0.99 * n) - 1)], 1),
+            "max": round(x[-1], 1),
+            "over_1ms": sum(v > 1000 for v in x)}
 
 
 def residency(windows: list) -> dict:

@@ -46,3 +46,26 @@ def test_accounting_table_without_a_vector_has_no_empty_column():
                        "stopped early/s | handed over/s | "
                        "cyclictest on CPU0 % |")
     assert rows[4] == "| base | 1 | 0 | 0 | - | - |"
+
+
+def test_handler_lengths_stand_beside_the_modules_spin():
+    """The table shows how long the kernel's own handlers ran, next to
+    the module's fixed spin; short vectors are left out."""
+    boot = {"handler_us": {
+        "BLOCK": {"runs": 40, "p50": 300.0, "p99": 1800.0, "max": 2400.0,
+                  "over_1ms": 3},
+        "TIMER": {"runs": 900, "p50": 5.0, "p99": 30.0, "max": 60.0,
+                  "over_1ms": 0}}}
+    merged = report_traces.merged_lengths([boot, boot])
+    assert merged["BLOCK"] == {"runs": 80, "p50": 300.0, "p99": 1800.0,
+                               "max": 2400.0, "over_1ms": 6}
+    t = {"dev/baseline": {"softirqs": {"handler_us": merged}},
+         "long/baseline": {"softirqs": {"handler_us": merged}}}
+    table = report_traces.handler_table(
+        t, ["baseline"], ["dev", "long"],
+        {"long": "vector=block spin_us=5000 cpu=0"})
+    assert table[0] == "dev (no test module: every handler is the " \
+        "kernel's own):"
+    assert "| baseline | BLOCK | 80 | 300 | 1800 | 2400 | 6 |" in table
+    assert not any("TIMER" in line for line in table)
+    assert "long (the module spins 5000 us a run):" in table

@@ -333,6 +333,10 @@ def test_softirq_accounting_splits_inline_from_ksoftirqd():
     net_rx = got["cpu_percent"]["NET_RX"]
     assert abs(net_rx["inline"] - 10.0) < 0.01, net_rx       # 1 ms of 10
     assert abs(net_rx["ksoftirqd"] - 20.0) < 0.01, net_rx    # 2 ms of 10
+    # each handler run, entry to exit, the hard irq inside included
+    assert got["handler_us"]["NET_RX"] == {
+        "runs": 2, "p50": 1100.0, "p99": 2000.0, "max": 2000.0,
+        "over_1ms": 2}
 
 
 def test_softirq_accounting_tells_early_stops_from_other_wakeups():
