@@ -3,10 +3,10 @@
 The module is built against each variant's tree and objects (it must
 match the kernel it is loaded into; build.ensure_tree brings the shared
 tree back to the variant first); the programs (guest/probe,
-guest/udpsink) are ordinary userspace C, built once.  Sources are
-copied into the cache and built there, so the checkout stays clean, and
-each result is cached by the content of its sources and, for the
-module, of the kernel it is built for.
+guest/udpsink, guest/blkbatch) are ordinary userspace C, built once.
+Sources are copied into the cache and built there, so the checkout
+stays clean, and each result is cached by the content of its sources
+and, for the module, of the kernel it is built for.
 """
 import hashlib
 import shutil
@@ -20,7 +20,8 @@ from .log import LabError, info
 MODULE_SRC = paths.GUEST_DIR / "softirq_load"
 MODULE_NAME = "softirq_load.ko"
 # userspace programs: the folder under guest/ and the binary it makes
-PROGRAMS = {"probe": "softirq_probe", "udpsink": "udpsink"}
+PROGRAMS = {"probe": "softirq_probe", "udpsink": "udpsink",
+            "blkbatch": "blkbatch"}
 
 
 def source_hash(folder: Path) -> str:
