@@ -253,8 +253,9 @@ def agreement_line(t: dict) -> list:
         f"{agreed + failed} traced runs (windows number the samples "
         f"within 2%; {trace.AGREE_SHARE:.0%} of samples inside their "
         f"window, from the switch-in to the next sleep, +-"
-        f"{trace.AGREE_US} us; cyclictest's max and p99 inside the "
-        f"windows' within 5% or {trace.AGREE_US} us); a run that does "
+        f"{trace.AGREE_US} us for each vCPU beside the thread's, one "
+        f"round-robin slice of the emulator; cyclictest's max and p99 "
+        f"inside the windows' within 5% or that margin); a run that does "
         f"not agree is named below and its causes are not used.")
 
 

@@ -255,7 +255,7 @@ def summarize(run_dir: Path) -> dict:
                        json.loads(traced.read_text()))
         stall = stall_limit(record["qemu"]["accel"])
         t = trace.explain_run(run_dir, over, kept["samples"],
-                              stall_us=stall)
+                              stall_us=stall, cpus=record.get("cpus", 2))
         if "error" not in t:
             t["lost_events"] = trace.buffer_losses(run_dir / "trace-stats")
         out.update(traced_histogram=stats.histogram(kept["latencies"]),

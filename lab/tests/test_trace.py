@@ -263,8 +263,14 @@ def test_a_trace_that_disagrees_with_cyclictest_is_flagged():
         read = {0: [x + offset for x in same[0]]}
         assert trace.agreement(windows, read)["ok"], offset
     # before the switch-in it cannot have been read
+    early = {0: [x - 200 for x in same[0]]}
+    assert not trace.agreement(windows, early)["ok"]
+    # 100 us early: outside at 2 vCPUs, inside the margin of 8, where the
+    # clock a vCPU reads can be 7 round-robin slices from its trace's
     early = {0: [x - 100 for x in same[0]]}
     assert not trace.agreement(windows, early)["ok"]
+    assert trace.agree_us(8) == 140 and trace.agree_us(2) == 20
+    assert trace.agreement(windows, early, trace.agree_us(8))["ok"]
     short = trace.agreement(windows, {0: same[0][:280]})
     assert short["why"].startswith("thread 0: 300 windows, 280 samples")
     assert "2 traced threads" in trace.agreement(
