@@ -53,7 +53,7 @@ from pathlib import Path
 
 from . import metrics, paths, qemu
 from .log import LabError
-from .variants import pick
+from .variants import names_in, pick
 
 SCENARIO_DIR = paths.REPO / "common" / "scenarios"
 SUFFIX = ".scenario"
@@ -321,7 +321,7 @@ def select(names: str = "", root: Path = None) -> list:
     if names.strip() == "all":
         return discover(root)
     every, chosen = None, []
-    for word in re.split(r"[,\s]+", names.strip()):
+    for word in names_in(names, "scenario"):
         if word.endswith(SUFFIX):
             if not Path(word).is_file():
                 raise LabError(f"scenario file {word} not found")
@@ -330,4 +330,5 @@ def select(names: str = "", root: Path = None) -> list:
         every = every if every is not None else discover(root)
         rates = [s for s in every if s.sweep_of == word]
         chosen += rates or pick(every, word, "scenario")
-    return chosen
+    # a sweep and one of its rates, both named: that rate once
+    return list({s.name: s for s in chosen}.values())

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import kconfig, paths
-from .log import LabError
+from .log import LabError, warn
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9.+_-]*$")
 REQUIRED = ("series", "config", "README.md")
@@ -270,13 +270,27 @@ def default_matrix(root: Path = None) -> list:
     return [v for v in discover(root) if v.in_default_matrix]
 
 
+def names_in(text: str, what: str) -> list:
+    """The names of a comma/space separated list, each once.  A list of
+    nothing but separators (`SCENARIOS=,`) is an error, not "all"; a name
+    given twice is kept once, with a note."""
+    words = [w for w in re.split(r"[,\s]+", text) if w]
+    if text.strip() and not words:
+        raise LabError(f"the {what} list {text!r} names no {what}")
+    once = list(dict.fromkeys(words))
+    if len(once) < len(words):
+        twice = sorted({w for w in words if words.count(w) > 1})
+        warn(f"{what} named more than once, kept once: {', '.join(twice)}")
+    return once
+
+
 def pick(every: list, names: str, what: str) -> list:
     """The items named in a comma/space separated list, or all of them."""
     if not names.strip():
         return every
     by_name = {item.name: item for item in every}
     chosen = []
-    for n in re.split(r"[,\s]+", names.strip()):
+    for n in names_in(names, what):
         if n not in by_name:
             raise LabError(f"unknown {what} {n!r}; known: "
                            f"{', '.join(by_name)}")
@@ -295,7 +309,7 @@ def select(names: str = "", root: Path = None) -> list:
         return discover(root)
     known = sorted(d.name for d in root.iterdir() if d.is_dir())
     chosen = []
-    for n in re.split(r"[,\s]+", names.strip()):
+    for n in names_in(names, "variant"):
         if n not in known:
             raise LabError(f"unknown variant {n!r}; known: "
                            f"{', '.join(known)}")

@@ -246,3 +246,17 @@ def test_a_nic_sweep_is_one_scenario_per_rate(tmp_path):
                        r"rate twice"):
         scenario.parse(write(root, "description = x\nduration = 5\n"
                              "nic = 100 100\n", "sweep.scenario"))
+
+
+def test_a_list_of_separators_is_an_error_and_twice_is_once(tmp_path,
+                                                             capsys):
+    root = tmp_path / "scen"
+    root.mkdir()
+    for name in ("idle", "busy"):
+        write(root, "description = x\nduration = 5\n", f"{name}.scenario")
+    with pytest.raises(LabError, match=r"the scenario list ',' names no "
+                       r"scenario"):
+        scenario.select(",", root)
+    assert [s.name for s in scenario.select("idle,,idle", root)] == ["idle"]
+    assert "scenario named more than once, kept once: idle" in \
+        capsys.readouterr().err

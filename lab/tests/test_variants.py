@@ -193,3 +193,12 @@ def test_a_generation_not_installed_names_its_package(tmp_path,
 def test_all_names_every_variant():
     assert [v.name for v in variants.select("all")] == \
         [v.name for v in variants.discover()]
+
+
+def test_a_variant_list_of_separators_names_none(variant_root):
+    make_variant(variant_root, "one")
+    with pytest.raises(LabError, match=r"the variant list ' , ' names no "
+                       r"variant"):
+        variants.select(" , ", variant_root)
+    assert [v.name for v in variants.select("one,one", variant_root)] == \
+        ["one"]
