@@ -191,6 +191,8 @@ def _check_cyclictest(value: str, where: str) -> None:
         raise LabError(f"{where}: cyclictest: {e}") from None
     for w in words:
         opt = w.split("=", 1)[0]
+        if opt.startswith("-") and not opt.startswith("--"):
+            opt = opt[:2]           # -a0, -D5: the value attached
         if opt in LAB_OWNED:
             raise LabError(f"{where}: cyclictest: {opt} is set by the lab "
                            f"(threads are free to move unless the scenario "
@@ -213,7 +215,14 @@ def parse(path: Path) -> Scenario:
         raise LabError(f"{path}: scenario name {name!r}: use lower case, "
                        f"digits and '-'")
     values, lines = {"background": []}, {}
-    for lineno, raw in enumerate(path.read_text().splitlines(), 1):
+    try:
+        text = path.read_text()
+    except UnicodeDecodeError as e:
+        line = path.read_bytes()[:e.start].count(b"\n") + 1
+        raise LabError(f"{path}:{line}: not UTF-8 text (byte "
+                       f"{e.object[e.start]:#04x}); a scenario is a text "
+                       f"file") from None
+    for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         where = f"{path}:{lineno}"
         if not line or line.startswith("#"):

@@ -50,6 +50,10 @@ def test_defaults(tmp_path):
      "-a is set by the lab"),
     ("description = x\nduration = 5\ncyclictest = -t 1 --json=x\n", 3,
      "--json is set by the lab"),
+    ("description = x\nduration = 5\ncyclictest = -t 1 -a0\n", 3,
+     "-a is set by the lab"),
+    ("description = x\nduration = 5\ncyclictest = -t1 -D5\n", 3,
+     "-D is set by the lab"),
     ("description = x\nduration = 5\ndisk = 1\n", 3, "from 16 to 65536"),
     ("description =\nduration = 5\n", 1, "description has no value"),
 ])
@@ -260,3 +264,11 @@ def test_a_list_of_separators_is_an_error_and_twice_is_once(tmp_path,
     assert [s.name for s in scenario.select("idle,,idle", root)] == ["idle"]
     assert "scenario named more than once, kept once: idle" in \
         capsys.readouterr().err
+
+
+def test_a_scenario_that_is_not_utf8_names_its_line(tmp_path):
+    p = tmp_path / "s.scenario"
+    p.write_bytes(b"description = x\nduration = 5\n# caf\xe9\n")
+    with pytest.raises(LabError, match=r"s.scenario:3: not UTF-8 text "
+                       r"\(byte 0xe9\)"):
+        scenario.parse(p)
