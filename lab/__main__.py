@@ -312,6 +312,13 @@ def main(argv=None) -> int:
     except LabError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except PermissionError as e:
+        # a cache or results folder the user cannot write (LAB_CACHE,
+        # LAB_BUILD_DIR): say which, not where in the lab it was found
+        print(f"error: cannot write {e.filename}: {e.strerror}; set "
+              f"LAB_CACHE (kernels, images) or LAB_BUILD_DIR (runs) to a "
+              f"folder you can write", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -97,3 +97,14 @@ def test_bad_boots_are_refused_before_anything_runs(boots):
     assert f"argument --boots: '{boots}': give a whole number of at " \
            f"least 1" in r.stderr
     assert "variant" not in r.stdout       # nothing was built
+
+
+def test_a_cache_that_cannot_be_written_is_named(monkeypatch, capsys):
+    """Not a traceback: the folder, why, and the setting that moves it
+    (/sys refuses a new folder even to root)."""
+    from lab.__main__ import main
+    monkeypatch.setenv("LAB_CACHE", "/sys/lab-cache")
+    assert main(["build", "--variants", "baseline"]) == 2
+    err = capsys.readouterr().err
+    assert "error: cannot write /sys/lab-cache" in err
+    assert "set LAB_CACHE" in err and "Traceback" not in err
