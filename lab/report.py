@@ -22,6 +22,9 @@ def _read_run(run_dir: Path):
         return results.summarize(run_dir), None
     except (OSError, ValueError, KeyError, LabError) as e:
         return None, str(e)
+    except (TypeError, AttributeError) as e:
+        # a field of the wrong type, edited by hand or from another tool
+        return None, f"run.json has a field of the wrong type ({e})"
 
 
 def load(root: Path, variants=None, scenarios=None) -> list:

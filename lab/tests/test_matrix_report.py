@@ -431,6 +431,13 @@ def test_a_damaged_run_is_left_out_with_its_name(tmp_path, capsys):
     assert f"{bad}: left out, unreadable" in err
     a = json.loads((tmp_path / "rep" / "data" / "analysis.json").read_text())
     assert a["cells"]["idle/baseline"]["boots"] == [1]
+    # a field of the wrong type: that run left out, the report made
+    record = store.read_json(root / "baseline" / "idle" / "boot-1" /
+                             "run.json")
+    store.write_json(bad / "run.json", dict(record, boot=2, qemu="qemu"))
+    report.write(root, tmp_path / "rep", {}, "make compare")
+    assert "run.json has a field of the wrong type" in \
+        capsys.readouterr().err
 
 
 def test_a_long_variant_name_keeps_the_table_aligned():
