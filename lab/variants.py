@@ -140,8 +140,11 @@ def parse_conf(folder: Path) -> tuple:
             continue
         where = f"{path}:{lineno}"
         key, eq, value = (x.strip() for x in line.partition("="))
-        if not eq or key not in CONF_DEFAULTS:
-            raise LabError(f"{where}: expected 'key = value' with a key of "
+        if not eq:
+            raise LabError(f"{where}: expected 'key = value', got "
+                           f"{raw.strip()!r}")
+        if key not in CONF_DEFAULTS:
+            raise LabError(f"{where}: unknown key {key!r}; known: "
                            f"{', '.join(CONF_DEFAULTS)}")
         if key in seen:
             raise LabError(f"{where}: {key} given twice")

@@ -141,7 +141,8 @@ def test_variant_conf_says_source_boot_parameters_and_role(variant_root):
 
 
 @pytest.mark.parametrize("text, error", [
-    ("colour = red\n", r"variant.conf:1: expected 'key = value'"),
+    ("colour = red\n", r"variant.conf:1: unknown key 'colour'; known: "),
+    ("just words\n", r"variant.conf:1: expected 'key = value', got "),
     ("role = maybe\n", r"variant.conf:1: role = 'maybe': one of"),
     ("source = six\n", r"variant.conf:1: source = 'six': a kernel"),
     ("kernel = nowhere\n", r"variant.conf:1: kernel = 'nowhere': name"),
