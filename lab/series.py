@@ -206,6 +206,13 @@ def add(name: str, series: str, generation: str = paths.GENERATION,
     """Write variants/<name>/ from `series`; return the folder."""
     root = root or paths.VARIANTS_DIR
     folder = root / name
+    if not series.strip():
+        raise LabError("no series given: FROM= an mbox, a folder of "
+                       "patches, or a Message-ID")
+    given = Path(series)
+    if not (given.exists() or "@" in series):
+        raise LabError(f"{series}: no such file or folder, and not a "
+                       f"Message-ID (those hold an @)")
     if not variants.NAME_RE.match(name):
         raise LabError(f"variant name {name!r}: use lower case, digits and "
                        f"'.+_-' (it becomes the kernel's LOCALVERSION)")
@@ -214,7 +221,6 @@ def add(name: str, series: str, generation: str = paths.GENERATION,
                        f"choose another name")
     with tempfile.TemporaryDirectory() as tmpname:
         tmp = Path(tmpname)
-        given = Path(series)
         local = given.is_dir() or given.is_file()
         if given.is_dir():
             series = str(as_mbox(given, tmp / "series.mbox"))

@@ -69,6 +69,13 @@ def test_a_series_is_checked_before_anything_is_written(tmp_path):
     empty.mkdir()
     with pytest.raises(LabError, match="no \\*.patch files"):
         series.add("empty", str(empty), root=root)
+    # `make variant NAME=x` without FROM, and a mistyped path: said so,
+    # not sent to the archive as a Message-ID
+    with pytest.raises(LabError, match="no series given: FROM="):
+        series.add("none", "", root=root)
+    with pytest.raises(LabError, match=r"serie.mbox: no such file or "
+                       r"folder, and not a Message-ID"):
+        series.add("typo", str(tmp_path / "serie.mbox"), root=root)
     assert sorted(p.name for p in root.iterdir()) == ["taken"]
 
 
