@@ -167,15 +167,49 @@ def analyse(runs: list, traces: dict = None, predicted: dict = None,
         vs.update({m: stats.compare(v, base["cost"][m],
                                          metrics.get(m).better)
                    for m, v in c["cost"].items() if m in base["cost"]})
-        for m, cmp in vs.items():
-            cmp["shown"] = shown_verdict(cmp, out["withheld"].get(scen))
         c["vs_baseline"] = vs
         p = predicted.get((scen, var))
         if p:
-            cmp = vs.get(p["metric"], {"shown": "untested"})
-            c["prediction"] = dict(p, outcome=predictions.outcome(
-                p["expected"], cmp["shown"]))
+            c["prediction"] = dict(p)
+    family = printed_family(out)
+    for cmp, q in zip(family, stats.bh_adjust([x["p"] for x in family])):
+        cmp["q"] = q
+    out["family_size"] = len(family)
+    for key, c in out["cells"].items():
+        scen = key.split("/")[0]
+        for cmp in c.get("vs_baseline", {}).values():
+            cmp["shown"] = shown_verdict(cmp, out["withheld"].get(scen))
+        if "prediction" in c:
+            cmp = c["vs_baseline"].get(c["prediction"]["metric"],
+                                       {"shown": "untested"})
+            c["prediction"]["outcome"] = predictions.outcome(
+                c["prediction"]["expected"], cmp["shown"])
     return out
+
+
+def printed_family(a: dict) -> list:
+    """The comparisons the report prints, each once: its family for the
+    false-discovery adjustment.  Per compared cell: the scenario's lead
+    metric, the tail quantiles beside a lead other than p99, every cost
+    metric and a predicted metric; per base of another generation, its
+    p99 against baseline."""
+    family = {}
+    for key, c in a["cells"].items():
+        scen = key.split("/")[0]
+        lead = lead_of(a, scen)
+        vs = c.get("vs_baseline", {})
+        names = {lead, *c["cost"]}
+        if lead != "p99":
+            names |= set(TAIL_METRICS)
+        if "prediction" in c:
+            names.add(c["prediction"]["metric"])
+        chosen = [vs[m] for m in sorted(names) if m in vs]
+        if "vs_other_generation" in c:
+            chosen.append(c["vs_other_generation"])
+        for cmp in chosen:
+            if "p" in cmp:
+                family[id(cmp)] = cmp
+    return list(family.values())
 
 
 BOOT_METRICS = [m.name for m in metrics.LATENCY]
@@ -191,10 +225,12 @@ def shown_verdict(cmp: dict, withheld_reason) -> str:
     """The verdict the report prints: the test's, unless withheld."""
     if withheld_reason:
         return "withheld"
-    if cmp["verdict"] == "n.s." and min(cmp["p_lower"],
-                                        cmp["p_higher"]) < stats.ALPHA \
+    if cmp["verdict"] == "n.s." and cmp.get("p", 1) < stats.ALPHA \
             and abs(cmp["shift"]) <= cmp["spread"]:
         return "withheld (spread)"  # significant, within the boots' spread
+    if cmp["verdict"].split()[-1] in ("lower", "higher") and \
+            cmp.get("q", 0) >= stats.FDR:
+        return "withheld (FDR)"     # significant alone, not in its family
     return cmp["verdict"]
 
 
@@ -544,6 +580,15 @@ def _beside_lead(a: dict, scen: str, var: str) -> list:
         else []
 
 
+def _p_and_q(cmp: dict) -> str:
+    """'p = 0.008, q = 0.03': the test's two-sided p and, for a printed
+    comparison, its false-discovery-adjusted q."""
+    p = cmp.get("p", min(1.0, 2 * min(cmp["p_lower"], cmp["p_higher"])))
+    q = cmp.get("q")
+    return stats.fmt_p(p) + ("" if q is None else
+                             ", " + stats.fmt_p(q).replace("p ", "q ", 1))
+
+
 def _detail(a: dict, scen: str) -> list:
     out = []
     lead = lead_of(a, scen)
@@ -560,14 +605,12 @@ def _detail(a: dict, scen: str) -> list:
                 "n.s.", "not enough boots"):
             out += _wrap(f"{var}: the test alone would say {lead} "
                          f"{p['verdict']} x{p['ratio']:.2f} "
-                         f"({stats.fmt_p(min(p['p_lower'], p['p_higher']))})"
-                         f"; withheld as above.", "    ")
+                         f"({_p_and_q(p)}); withheld as above.", "    ")
         if p and p["shown"].split()[-1] in ("lower", "higher"):
             lo, hi = p["shift_interval"]
             out += _wrap(f"{var}: {lead} shift {fmt_us(p['shift'])} us "
-                         f"[{fmt_us(lo)}, {fmt_us(hi)}], "
-                         f"{stats.fmt_p(min(p['p_lower'], p['p_higher']))}"
-                         f", boots' spread {fmt_us(p['spread'])} us.",
+                         f"[{fmt_us(lo)}, {fmt_us(hi)}], {_p_and_q(p)}, "
+                         f"boots' spread {fmt_us(p['spread'])} us.",
                          "    ")
         if lead != "p99":
             out += _beside_lead(a, scen, var)
@@ -589,9 +632,11 @@ def text_report(runs: list, a: dict, descriptions: dict) -> str:
     out += ["", "Rules"] + _wrap(
         f"Verdicts compare per-boot values with the base's (the "
         f"unpatched kernel of the variant's own source generation: "
-        f"{_bases_text(a)}): a one-sided "
+        f"{_bases_text(a)}): a two-sided "
         f"exact permutation test of ranks (Mann-Whitney), p < "
-        f"{stats.ALPHA}; medians {stats.RATIO}x apart or more; and a "
+        f"{stats.ALPHA}, and q < {stats.FDR} after Benjamini-Hochberg over "
+        f"the {a.get('family_size', 0)} comparisons printed here; medians "
+        f"{stats.RATIO}x apart or more; and a "
         f"Hodges-Lehmann shift larger than the larger boots' spread "
         f"(interquartile range) of the two cells. At least "
         f"{stats.MIN_BOOTS} boots per cell, else 'too few (n)'. 'small': "
@@ -602,7 +647,8 @@ def text_report(runs: list, a: dict, descriptions: dict) -> str:
         f"{fmt_us(NULL_LIMIT_US)} us, or traces that agree with "
         f"cyclictest blame the emulator for its worst cases. 'withheld "
         f"(spread)': significant, but the shift is within the boots' "
-        f"spread. 'too few (base n)': the base has n boots. "
+        f"spread. 'withheld (FDR)': p < {stats.ALPHA}, but q is not "
+        f"under {stats.FDR}. 'too few (base n)': the base has n boots. "
         f">1ms and missed (periods cyclictest skipped, of those due) are "
         f"medians over boots. Latencies in microseconds.", "  ")
     for scen in a["scenarios"]:

@@ -7,8 +7,9 @@ replicates.  Each boot gives one value per metric (p99, max, share over
 1 ms, missed periods, throughput...), a cell is its boots' values, and a
 variant is compared with baseline on those values:
 
-- a one-sided exact permutation test of the rank sums (Mann-Whitney with
-  ties as mid-ranks, every split enumerated), p < ALPHA;
+- a two-sided exact permutation test of the rank sums (Mann-Whitney with
+  ties as mid-ranks, every split enumerated): twice the smaller
+  one-sided p, below ALPHA;
 - the Hodges-Lehmann shift (median of all variant-minus-baseline
   differences) with its distribution-free interval;
 - a practical effect: the medians differ by at least RATIO times, and the
@@ -17,7 +18,10 @@ variant is compared with baseline on those values:
 
 All three must hold, with at least MIN_BOOTS boots on each side; with
 fewer the verdict is "not enough boots".  With 5 boots against 5 the
-smallest possible p is 1/252 = 0.004.
+smallest possible p is 2/252 = 0.008.  Over a report's family of
+comparisons the p-values are then adjusted (bh_adjust: Benjamini and
+Hochberg's false-discovery rate), and the report shows a verdict only
+where q < FDR as well.
 """
 import itertools
 import math
@@ -28,6 +32,7 @@ from scipy import stats as sps
 from . import metrics
 
 ALPHA = 0.01
+FDR = 0.05              # Benjamini-Hochberg, over a report's family
 MIN_BOOTS = 5
 RATIO = 1.5
 LEVEL = 0.95            # the Hodges-Lehmann interval
@@ -171,18 +176,32 @@ def compare(variant: list, base: list, better: str = "lower") -> dict:
     else:
         ratio = 1.0 if not med_v else math.inf
     p_lower, p_higher = rank_test(v, b)
+    p = min(1.0, 2 * min(p_lower, p_higher))
     shift, interval = hodges_lehmann(v, b)
     noise = max(spread(v), spread(b))
     beyond = abs(shift) > noise
     far = ratio >= RATIO or ratio <= 1 / RATIO
     verdict = "n.s."
-    if beyond and shift < 0 and p_lower < ALPHA:
+    if beyond and p < ALPHA and shift < 0 and p_lower < p_higher:
         verdict = "lower" if far else "small lower"
-    elif beyond and shift > 0 and p_higher < ALPHA:
+    elif beyond and p < ALPHA and shift > 0 and p_higher < p_lower:
         verdict = "higher" if far else "small higher"
     return dict(out, median=[med_v, med_b], ratio=ratio, shift=shift,
                 shift_interval=interval, spread=noise, p_lower=p_lower,
-                p_higher=p_higher, verdict=verdict)
+                p_higher=p_higher, p=p, verdict=verdict)
+
+
+def bh_adjust(ps: list) -> list:
+    """Benjamini-Hochberg q-values of p-values, in their order: the
+    smallest false-discovery rate at which each would be rejected."""
+    m = len(ps)
+    order = sorted(range(m), key=lambda i: ps[i])
+    q, running = [0.0] * m, 1.0
+    for rank in range(m, 0, -1):
+        i = order[rank - 1]
+        running = min(running, ps[i] * m / rank)
+        q[i] = min(1.0, running)
+    return q
 
 
 def fmt_p(p: float) -> str:

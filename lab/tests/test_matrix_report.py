@@ -138,14 +138,16 @@ def test_run_resumes_and_redoes_only_unfinished_cells(tmp_path,
 
 
 def test_report_from_run_folders(tmp_path):
+    """7 boots a cell: with 5, no lone finding among the report's 8
+    printed comparisons could pass Benjamini-Hochberg (q = 8 x 2/252)."""
     root = tmp_path / "res"
-    for boot in range(1, 6):
+    for boot in range(1, 8):
         fake_run(root, "baseline", "idle", boot, 50, 300, seed=boot)
         fake_run(root, "better", "idle", boot, 50, 300, seed=10 + boot)
         fake_run(root, "baseline", "long", boot, 1000, 5000, seed=boot)
         fake_run(root, "better", "long", boot, 60, 400, seed=20 + boot)
-    fake_run(root, "better", "long", 6, 0, 0, status="failed")
-    pinned = fake_run(root, "better", "idle", 6, 50, 300, seed=99)
+    fake_run(root, "better", "long", 8, 0, 0, status="failed")
+    pinned = fake_run(root, "better", "idle", 8, 50, 300, seed=99)
     (pinned / "affinity.txt").write_text("41 0\n42 0\n")
     out = report.write(root, tmp_path / "rep", {"long": "a long handler"},
                        "make lab")
@@ -166,17 +168,20 @@ def test_report_from_run_folders(tmp_path):
     assert "guest hung: watchdog" in text          # failed run listed
     assert "block_read_mb_s 123" in text
     assert "ksoftirqd_cpu_percent 3" in text   # 0.3 s over 10 s measured
-    assert "boots [6] left out: threads not placed as asked" in text
+    assert "boots [8] left out: threads not placed as asked" in text
     assert not re.search(r"p = 0(\.0+)?(?![.\d])", text)
     # 8 of 10 wake-ups in time per boot, half of them moved
-    assert "median 4000, p99 4000, moved 50% (40/50)" in text
+    assert "median 4000, p99 4000, moved 50% (56/70)" in text
     a = json.loads((out / "data" / "analysis.json").read_text())
     long_vs = a["cells"]["long/better"]["vs_baseline"]
     assert long_vs["p99"]["verdict"] == "lower"
-    assert long_vs["p99"]["p_lower"] == pytest.approx(1 / 252)
+    assert long_vs["p99"]["p"] == pytest.approx(2 / 3432)
+    assert long_vs["p99"]["q"] < 0.05 and long_vs["p99"]["shown"] == "lower"
+    assert a["family_size"] == 8
+    assert "p < 0.001, q = 0.005," in text
     assert a["cells"]["idle/better"]["vs_baseline"]["p99"]["verdict"] == \
         "n.s."
-    assert a["cells"]["idle/better"]["boots"] == [1, 2, 3, 4, 5]
+    assert a["cells"]["idle/better"]["boots"] == [1, 2, 3, 4, 5, 6, 7]
     assert a["cells"]["long/baseline"]["softirqs"]["BLOCK"] == 700
     # 700 BLOCK runs over the 10 s the counters say the measurement took
     rates = a["cells"]["long/baseline"]["softirqs_per_s"]
@@ -191,7 +196,7 @@ def test_report_from_run_folders(tmp_path):
     data = store.read_json(out / "data" / "better-long-boot3.json.gz")
     assert data["boot_values"]["p99"] == \
         a["cells"]["long/better"]["per_boot"]["p99"][2]
-    assert len(list((out / "data").glob("*-boot*.json.gz"))) == 22
+    assert len(list((out / "data").glob("*-boot*.json.gz"))) == 30
     for png in ("tails.png", "survival-idle.png", "survival-long.png"):
         assert (out / png).stat().st_size > 1000
     assert "![p99 and max](tails.png)" in (out / "report.md").read_text()
@@ -402,6 +407,25 @@ def test_a_scenario_whose_claim_is_a_worst_case_leads_with_max(tmp_path):
     assert "p99.99" not in letter
     idle = text.split("\n  idle:")[1].split("\n  letter:")[0]
     assert "p99 per boot (us)" in idle
+
+
+def test_a_lone_finding_among_many_comparisons_is_withheld(tmp_path):
+    """5 boots a cell can reach p = 2/252 at best; among the 8 printed
+    comparisons of two scenarios that is q = 0.063, over the 0.05 false
+    discovery rate: the verdict is withheld, and says why."""
+    root = tmp_path / "res"
+    for boot in range(1, 6):
+        for scen, lo, hi in (("idle", 50, 300), ("long", 1000, 5000)):
+            fake_run(root, "baseline", scen, boot, lo, hi, seed=boot)
+        fake_run(root, "better", "idle", boot, 50, 300, seed=10 + boot)
+        fake_run(root, "better", "long", boot, 60, 400, seed=20 + boot)
+    out = report.write(root, tmp_path / "rep", {}, "make lab")
+    a = json.loads((out / "data" / "analysis.json").read_text())
+    p99 = a["cells"]["long/better"]["vs_baseline"]["p99"]
+    assert p99["verdict"] == "lower" and a["family_size"] == 8
+    assert p99["q"] == pytest.approx(8 * 2 / 252)
+    assert p99["shown"] == "withheld (FDR)"
+    assert "withheld (FDR)" in (out / "report.txt").read_text()
 
 
 def _median_p99(a, var):

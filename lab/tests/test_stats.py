@@ -65,10 +65,11 @@ def test_a_one_boot_outlier_does_not_flip_a_verdict():
     # one variant boot as bad as the worst baseline: not "higher"
     outlier = BETTER[:4] + [9000]
     assert stats.compare(outlier, BASE)["verdict"] in ("lower", "n.s.")
-    # with 8 boots a side, the true shift survives one outlier
-    base8 = BASE + [4820, 4780, 4810]
-    better8 = BETTER + [52, 48, 9000]
-    assert stats.compare(better8, base8)["verdict"] == "lower"
+    # with 9 boots a side, the true shift survives one outlier (with 8,
+    # two-sided p = 0.0104 just misses 0.01)
+    base9 = BASE + [4820, 4780, 4810, 4790]
+    better9 = BETTER + [52, 48, 9000, 50]
+    assert stats.compare(better9, base9)["verdict"] == "lower"
     # and one outlier in equal cells creates no verdict
     same = [100, 102, 98, 101, 99]
     assert stats.compare(same[:4] + [5000], same)["verdict"] == "n.s."
@@ -170,3 +171,25 @@ def test_intervals_as_cyclictest_prints_them(tmp_path: Path):
     # one at 1500 us (of 100 printed, 50 ms of samples are dropped)
     assert [(m["threads"][t]["kept"], m["threads"][t]["missed"])
             for t in (0, 1)] == [(50, 50), (67, 67)]
+
+
+def test_the_test_is_two_sided_at_its_stated_level():
+    """Complete separation of 5 boots against 5: one-sided 1/252 each
+    way, so two-sided 2/252, under 0.01; 4 boots against 4 cannot reach
+    it (2/70 = 0.029)."""
+    r = stats.compare(BETTER, BASE)
+    assert r["p"] == pytest.approx(2 / 252) and r["verdict"] == "lower"
+    r = stats.compare(BETTER[:4], BASE[:4])
+    assert r["verdict"] == "not enough boots"
+    short = stats.rank_test(BETTER[:4], BASE[:4])
+    assert 2 * min(short) == pytest.approx(2 / 70)
+
+
+def test_benjamini_hochberg_against_a_hand_computed_example():
+    """p = 0.01, 0.04, 0.03, 0.005 (m = 4): sorted 0.005, 0.01, 0.03,
+    0.04 give p*m/rank 0.02, 0.02, 0.04, 0.04, already monotone."""
+    q = stats.bh_adjust([0.01, 0.04, 0.03, 0.005])
+    assert q == pytest.approx([0.02, 0.04, 0.04, 0.02])
+    # a step-up: the larger p's bound carries down to a smaller one
+    assert stats.bh_adjust([0.02, 0.021]) == pytest.approx([0.021, 0.021])
+    assert stats.bh_adjust([]) == []
