@@ -315,9 +315,10 @@ def main(argv=None) -> int:
     except PermissionError as e:
         # a cache or results folder the user cannot write (LAB_CACHE,
         # LAB_BUILD_DIR): say which, not where in the lab it was found
-        print(f"error: cannot write {e.filename}: {e.strerror}; set "
-              f"LAB_CACHE (kernels, images) or LAB_BUILD_DIR (runs) to a "
-              f"folder you can write", file=sys.stderr)
+        print(f"error: {e.filename or 'a file'}: {e.strerror}; if it is "
+              f"in the lab's cache or results, set LAB_CACHE (kernels, "
+              f"images) or LAB_BUILD_DIR (runs) to a folder you can "
+              f"write", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -29,8 +29,9 @@ def judge(outcome: qemu.Outcome, run_dir: Path, timeout: float) -> str:
 
 def run_plan(built: Built, plan: Path, run_dir: Path, accel: qemu.Accel,
              timeout: float = 120, cpus: int = qemu.GUEST_CPUS,
-             memory_mb: int = qemu.GUEST_MEMORY_MB, extra_args=(), initrd: Path = None, env: dict = None,
-             context: dict = None, append: str = "") -> dict:
+             memory_mb: int = qemu.GUEST_MEMORY_MB, extra_args=(),
+             initrd: Path = None, env: dict = None, context: dict = None,
+             append: str = "") -> dict:
     """Boot `built` with `plan`; return run.json's content (also saved).
 
     `env` becomes shell variables at the top of the guest's plan.sh.

@@ -266,11 +266,12 @@ def config_changes(objdir: Path) -> list:
 
 def cached(variant: Variant, content_hash: str):
     folder = paths.cache_dir() / "kernels" / content_hash[:16]
-    meta_file = folder / "build.json"
-    if meta_file.is_file() and (folder / "bzImage").is_file():
-        meta = json.loads(meta_file.read_text())
-        if meta.get("hash") == content_hash:
-            return Built(variant.name, folder, meta)
+    try:    # read without the lock: a forced rebuild may replace it
+        meta = json.loads((folder / "build.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if meta.get("hash") == content_hash and (folder / "bzImage").is_file():
+        return Built(variant.name, folder, meta)
     return None
 
 

@@ -53,8 +53,9 @@ def _build_in_copy(src: Path, dest: Path, command, product: str,
         try:
             tmp.rename(dest)
         except OSError:
-            if not (dest / product).is_file():   # not another's, finished
-                raise
+            if not (dest / product).is_file():   # not another's, finished:
+                shutil.rmtree(dest, ignore_errors=True)  # a broken one
+                tmp.rename(dest)
     return dest / product
 
 

@@ -177,7 +177,8 @@ def analyse(runs: list, traces: dict = None, predicted: dict = None,
     out["family_size"] = len(family)
     for key, c in out["cells"].items():
         scen = key.split("/")[0]
-        for cmp in c.get("vs_baseline", {}).values():
+        for cmp in [*c.get("vs_baseline", {}).values(),
+                    *[c[k] for k in ("vs_other_generation",) if k in c]]:
             cmp["shown"] = shown_verdict(cmp, out["withheld"].get(scen))
         if "prediction" in c:
             cmp = c["vs_baseline"].get(c["prediction"]["metric"],
@@ -385,7 +386,7 @@ def _summary(runs: list, a: dict) -> list:
              f"{_n(len(a['scenarios']), 'scenario')}, {span} boots per "
              f"cell, one value per boot.",
              "Medium: " + _medium(runs[0]) + "."]
-    holds, small, few, none = defaultdict(list), [], [], []
+    holds, small, few, none, fdr = defaultdict(list), [], [], [], []
     for key, c in a["cells"].items():
         scen, var = key.split("/")
         vs = c.get("vs_baseline", {}).get(lead_of(a, scen))
@@ -399,6 +400,8 @@ def _summary(runs: list, a: dict) -> list:
             few.append((var, scen))
         elif vs and vs["shown"] == "n.s.":
             none.append((var, scen))
+        elif vs and vs["shown"] == "withheld (FDR)":
+            fdr.append((var, scen))
     # lines with a shorter form (counts; the rows below list them), used
     # from the last such line back while the summary does not fit
     n_holds = sum(len(v) for v in holds.values())
@@ -420,6 +423,12 @@ def _summary(runs: list, a: dict) -> list:
         # the list is in the per-scenario rows; a count keeps the summary
         # whole within its lines
         lines.append(f"No difference detected in {others} (n.s. below).")
+    if fdr:
+        lines.append(("Significant alone, not among the report's "
+                      "comparisons (withheld (FDR)): " + _by_scenario(
+                          fdr, a["variants"], set(a["bases"].values()))
+                      + ".", f"Withheld (FDR): {len(fdr)} comparisons, "
+                      f"marked below."))
     if few:
         lines.append("Too few boots: " + _by_scenario(
             few, a["variants"], set(a["bases"].values())) + ".")
@@ -524,11 +533,7 @@ def _cell_rows(a: dict, scen: str) -> list:
     return out
 
 
-def _median(values: list) -> float:
-    """The upper median of the values that are numbers (NaN: no sample
-    kept), as the report prints medians over boots; NaN if none."""
-    v = sorted(x for x in values if x == x)
-    return v[len(v) // 2] if v else float("nan")
+_median = stats.upper_median
 
 
 def _median_pct(values: list) -> str:
@@ -585,8 +590,11 @@ def _p_and_q(cmp: dict) -> str:
     comparison, its false-discovery-adjusted q."""
     p = cmp.get("p", min(1.0, 2 * min(cmp["p_lower"], cmp["p_higher"])))
     q = cmp.get("q")
-    return stats.fmt_p(p) + ("" if q is None else
-                             ", " + stats.fmt_p(q).replace("p ", "q ", 1))
+    if q is None:
+        return stats.fmt_p(p)
+    # three decimals: q = 0.0496 must not read as 0.05
+    return stats.fmt_p(p) + (", q < 0.001" if q < 0.001 else
+                             f", q = {q:.3f}")
 
 
 def _detail(a: dict, scen: str) -> list:
@@ -595,7 +603,8 @@ def _detail(a: dict, scen: str) -> list:
     for var in a["variants"]:
         gen = a["cells"].get(f"{scen}/{var}", {}).get("vs_other_generation")
         if gen:
-            word = _verdict_word(dict(gen, shown=gen["verdict"]))
+            word = _verdict_word(dict(gen, shown=gen.get("shown",
+                                                         gen["verdict"])))
             out += _wrap(f"{var} against baseline, across source "
                          f"generations (not like for like): p99 "
                          f"{word.rstrip('.')}.", "    ")
@@ -606,6 +615,11 @@ def _detail(a: dict, scen: str) -> list:
             out += _wrap(f"{var}: the test alone would say {lead} "
                          f"{p['verdict']} x{p['ratio']:.2f} "
                          f"({_p_and_q(p)}); withheld as above.", "    ")
+        if p and p["shown"] == "withheld (FDR)":
+            out += _wrap(f"{var}: {lead} {p['verdict']} x{p['ratio']:.2f} "
+                         f"alone ({_p_and_q(p)}), not among its "
+                         f"{a.get('family_size', 0)} comparisons: more "
+                         f"boots would decide it.", "    ")
         if p and p["shown"].split()[-1] in ("lower", "higher"):
             lo, hi = p["shift_interval"]
             out += _wrap(f"{var}: {lead} shift {fmt_us(p['shift'])} us "

@@ -9,11 +9,10 @@ shares its CPU with NET_RX may read less the more is offered.  The text
 says, per kernel, where its curve peaks and how far it falls from there
 at the highest rate offered.
 """
-import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from . import figures
+from . import figures, stats
 from .textfmt import wrap
 
 # A curve that ends below this share of its peak "falls"; above, it holds
@@ -21,15 +20,10 @@ from .textfmt import wrap
 FALLS_BELOW = 0.8
 
 
-def _median(values) -> float:
-    v = [x for x in values if x == x]
-    return statistics.median(v) if v else float("nan")
-
-
 def _metric(runs: list, name: str) -> float:
     """A metric's median over runs."""
-    return _median(r["metrics"].get(name, {}).get("value", float("nan"))
-                   for r in runs)
+    return stats.upper_median(r["metrics"].get(name, {}).get(
+        "value", float("nan")) for r in runs)
 
 
 def analyse(runs: list) -> dict:
@@ -45,12 +39,14 @@ def analyse(runs: list) -> dict:
     for (sweep, var, scen), rs in sorted(cells.items()):
         point = {"scenario": scen, "boots": len(rs),
                  "asked_pps": rs[0]["nic_offered"]["asked_pps"],
-                 "offered_kpps": _median(r["nic_offered"]["guest_kpps"]
-                                         for r in rs),
+                 "offered_kpps": stats.upper_median(
+                     r["nic_offered"]["guest_kpps"] for r in rs),
                  "read_kpps": _metric(rs, "nic_app_kpps"),
                  "rx_kpps": _metric(rs, "nic_rx_kpps"),
                  "drop_percent": _metric(rs, "nic_rcvbuf_drop_percent")}
-        out[sweep].setdefault(var, []).append(point)
+        if point["offered_kpps"] == point["offered_kpps"] and \
+                point["read_kpps"] == point["read_kpps"]:   # not NaN
+            out[sweep].setdefault(var, []).append(point)
     for curves in out.values():
         for points in curves.values():
             points.sort(key=lambda p: p["offered_kpps"])
@@ -64,7 +60,7 @@ def shape(points: list) -> dict:
     peak = max(points, key=lambda p: p["read_kpps"])
     last = points[-1]
     share = last["read_kpps"] / peak["read_kpps"] if peak["read_kpps"] \
-        else float("nan")
+        else 0.0            # read nothing at any rate: falls, to nothing
     return {"peak_kpps": peak["read_kpps"],
             "peak_at_kpps": peak["offered_kpps"],
             "end_kpps": last["read_kpps"], "end_at_kpps":

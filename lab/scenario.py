@@ -255,7 +255,8 @@ def parse(path: Path) -> Scenario:
         elif key == "append":
             _check_append(value, where)
         elif key == "lead":
-            known = [m.name for m in metrics.LATENCY if m.of_samples]
+            known = [m.name for m in metrics.LATENCY
+                     if m.of_samples and m.unit == "us"]
             if value not in known:
                 raise LabError(f"{where}: lead must be a latency metric "
                                f"of lab/metrics.py ({', '.join(known)}), "

@@ -40,6 +40,13 @@ EXACT_LIMIT = 200_000   # splits enumerated; above, random ones (seeded)
 SEED = 20221116
 
 
+def upper_median(values) -> float:
+    """The upper median of the values that are numbers (NaN: no sample
+    kept), as reports print medians over boots; NaN if none."""
+    v = sorted(x for x in values if x == x)
+    return v[len(v) // 2] if v else float("nan")
+
+
 # Histograms ({us: count}): for plots and the tracing overhead.
 
 def pooled(hists: list) -> dict:

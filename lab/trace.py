@@ -414,9 +414,10 @@ def softirq_accounting(events: list, cpus: dict) -> dict:
         elif e.name == "softirq_entry":
             pending.get(e.cpu, set()).discard(e.args["vec"])
             # per task: PREEMPT_RT may switch to another task's softirq
-            running[e.pid] = (e.args["vec"], e.ts)
+            # (the idle tasks, all pid 0, per CPU)
+            running[_task_key(e.pid, e.cpu)] = (e.args["vec"], e.ts)
         elif e.name == "softirq_exit":
-            vec, start = running.pop(e.pid, (None, 0.0))
+            vec, start = running.pop(_task_key(e.pid, e.cpu), (None, 0.0))
             if vec == e.args["vec"]:
                 lengths[vec].append((e.ts - start) * 1e6)
         elif e.name == "sched_waking" and \
@@ -634,9 +635,9 @@ def agreement(windows: list, cyclictest: dict,
     must lie in its window's bracket: from the expiry to the switch-in
     (or to the wake-up, for a thread still current), and from the expiry
     to the next sleep, each end widened by slack_us (AGREE_US, more in a
-    bigger guest: agree_us()) for the emulated clock's jitter.  Work after the read (its -v line, an interrupt
-    taken then) lengthens the window, not the sample: a window cannot
-    say more than its bracket.  At least AGREE_SHARE of the samples
+    bigger guest: agree_us()) for the emulated clock's jitter.  Work
+    after the read (its -v line, an interrupt taken then) lengthens the
+    window, not the sample: a window cannot say more than its bracket.  At least AGREE_SHARE of the samples
     after the marker must lie in their bracket, and cyclictest's p99
     and max within the brackets' (within 5% or slack_us).  The pairs'
     median difference to the sleep end (path_us) is what the

@@ -117,16 +117,23 @@ int main(int argc, char **argv)
 			list[i] = &cbs[i];
 			offset += len;
 		}
-		if (syscall(SYS_io_submit, ctx, depth, list) != depth) {
-			if (errno == EINTR && stopped)
-				break;
-			fprintf(stderr, "blkbatch: io_submit: %s\n",
-				strerror(errno));
-			return 1;
+		/* all of the batch in, then all of it out */
+		for (i = 0; i < depth;) {
+			long n = syscall(SYS_io_submit, ctx, depth - i,
+					 list + i);
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0) {
+				fprintf(stderr, "blkbatch: io_submit: %s\n",
+					n < 0 ? strerror(errno) : "none taken");
+				return 1;
+			}
+			i += n;
 		}
 		for (i = 0; i < depth;) {
-			long n = syscall(SYS_io_getevents, ctx, 1, depth - i,
-					 events, NULL);
+			long k, n = syscall(SYS_io_getevents, ctx, 1, depth - i,
+					    events, NULL);
 
 			if (n < 0 && errno == EINTR)
 				continue;	/* finish the batch, then stop */
@@ -134,6 +141,14 @@ int main(int argc, char **argv)
 				fprintf(stderr, "blkbatch: io_getevents: %s\n",
 					strerror(errno));
 				return 1;
+			}
+			for (k = 0; k < n; k++) {
+				if (events[k].res != (long long)len) {
+					fprintf(stderr, "blkbatch: a read "
+						"returned %lld of %zu bytes\n",
+						(long long)events[k].res, len);
+					return 1;
+				}
 			}
 			i += n;
 		}

@@ -439,3 +439,18 @@ def test_a_preempted_softirq_stays_with_its_task():
     assert trace.occupancy(segs, 40.0, 40.001) == pytest.approx(
         {"NET_RX softirq": 200.0, "cyclictest": 400.0,
          "irq/25-virtio": 400.0})
+
+
+def test_handler_lengths_on_two_idle_cpus_stay_apart():
+    """Every CPU's idle task is pid 0: two softirqs taken from idle at
+    once are two runs, each with its own length."""
+    text = """\
+          <idle>-0     [000]     1.000000: softirq_entry:        vec=1 [action=TIMER]
+          <idle>-0     [001]     1.000100: softirq_entry:        vec=1 [action=TIMER]
+          <idle>-0     [000]     1.000500: softirq_exit:         vec=1 [action=TIMER]
+          <idle>-0     [001]     1.000600: softirq_exit:         vec=1 [action=TIMER]
+"""
+    events = trace.parse(text)
+    got = trace.softirq_accounting(events, trace.timeline(events))
+    assert got["handler_us"]["TIMER"]["runs"] == 2
+    assert got["handler_us"]["TIMER"]["p50"] == 500.0
