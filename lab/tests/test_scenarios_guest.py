@@ -156,8 +156,9 @@ def test_a_four_cpu_scenario_boots_a_four_cpu_guest(tmp_path, all_variants,
 def test_dev_block_gets_long_block_softirqs_from_the_driver(
         tmp_path, all_variants, built, accel):
     """With no test module loaded, blkbatch's batched completions on the
-    virtio disk make BLOCK handler runs of over a millisecond (measured
-    in a 10 s run: p50 345 us, max 5.6 ms, 123 runs over 1 ms)."""
+    virtio disk make BLOCK handler runs of over a millisecond (baseline's
+    traced 10 s in reports/2026-12-05-scale-5boots/: p50 343 us, max 4.3
+    ms, 138 of 7311 runs over 1 ms)."""
     run_dir = run_short("dev-block", tmp_path, all_variants, built, accel,
                         extra=("trace = 100",))
     assert not (run_dir / "module-stats-measured").exists()
