@@ -8,7 +8,7 @@ JOBS ?= $(shell nproc)
 NAME ?= lab
 LAB = $(PY) -m lab
 MATRIX = --variants "$(VARIANTS)" --scenarios "$(SCENARIOS)" --name "$(NAME)"
-# RUNNER=lava runs the matrix as LAVA jobs (README.md, "LAVA"): on the
+# RUNNER=lava runs the matrix as LAVA jobs (lab/docs/lava.md): on the
 # server of lavacli identity LAVA_IDENTITY, or LAVA_URI
 # (http://user:token@host/RPC2); jobs from LAVA_TEMPLATE.
 RUNNER ?= local
@@ -48,7 +48,7 @@ help:
 	@echo "VARIANTS=a,b SCENARIOS=x,y BOOTS=n narrow the matrix; NAME=n"
 	@echo "JOBS=n guests at once (default: the host's cores)"
 	@echo "names the report folder reports/<date>-<n>; RUNNER=lava"
-	@echo "LAVA_IDENTITY=i runs it through LAVA (README.md, LAVA)"
+	@echo "LAVA_IDENTITY=i runs it through LAVA (lab/docs/lava.md)"
 
 deps:
 	@sh lab/deps.sh $(LAVA_CLIENT)

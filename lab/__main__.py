@@ -20,8 +20,8 @@ import signal
 from pathlib import Path
 
 from . import (accelerator, boot, build, fidelity, guestbuild, health, matrix,
-               paths, qemubuild, report, rtlabuild, runners, scenario,
-               settings, stats, variants)
+               paths, qemubuild, report, report_index, rtlabuild, runners,
+               scenario, settings, stats, variants)
 from .log import LabError, info
 
 
@@ -150,6 +150,18 @@ def cmd_fidelity(args) -> int:
     return 0
 
 
+def cmd_answer(args) -> int:
+    from . import answer
+    answer.write()
+    info(f"{answer.README}: the answer table from {answer.CONF}")
+    return 0
+
+
+def cmd_reports_index(args) -> int:
+    info(f"{report_index.write()}")
+    return 0
+
+
 def _report(args, root, names, scens) -> int:
     out = Path(args.out) if args.out else report.default_folder(args.name)
     every = scenario.discover()
@@ -159,6 +171,8 @@ def _report(args, root, names, scens) -> int:
     command = _command(args, "variants", "scenarios", "boots", "jobs",
                        "results", "name")
     report.write(root, out, descriptions, command, names, scens, busy, lead)
+    if out.resolve().parent == report_index.REPORTS:
+        report_index.write()
     print((out / "report.txt").read_text(), end="")
     info(f"report: {out}/report.txt, {out}/report.md")
     return 0
@@ -270,6 +284,17 @@ def parse_args(argv):
     ml.add_argument("--variant", default="",
                     help="the variant whose series to answer")
     ml.set_defaults(func=cmd_mail)
+
+    an = sub.add_parser(
+        "answer", help="write README.md's answer table from the reports",
+        description="Rewrite the table between README.md's answer markers "
+        "from the reports that reports/answer.conf names.")
+    an.set_defaults(func=cmd_answer)
+    ri = sub.add_parser(
+        "reports-index", help="write reports/README.md, one line a report",
+        description="List every report folder with its title, runs and "
+        "the status reports/status.conf declares.")
+    ri.set_defaults(func=cmd_reports_index)
 
     ll = sub.add_parser(
         "lava-local", help="start or stop a LAVA instance on this machine",

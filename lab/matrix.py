@@ -22,7 +22,7 @@ BOOT_OVERHEAD_S = 8           # boot and shutdown, measured: 15-25 s a run
 
 def results_root(runner: str = "local") -> Path:
     """Each runner's runs go to their own folder: a results folder never
-    mixes runners (LAVA's QEMU has a few devices more, README.md)."""
+    mixes runners (LAVA's QEMU has a few devices more, lab/docs/lava.md)."""
     return paths.BUILD_DIR / ("results" if runner == "local"
                               else f"results-{runner}")
 

@@ -106,7 +106,7 @@ class Scenario:
     # placement cannot help); None: free to move, the lab's default.
     pin: int = None
     # Both vCPUs busy: under icount one waits while the other runs; the
-    # null control null-hog measures what that costs (README "Fidelity").
+    # null control null-hog measures what that costs (lab/docs/fidelity.md).
     both_busy: bool = False
     # a NIC fed by the host (lab/nicload.py): packets per second, 0 to
     # flood; None: no NIC
@@ -119,8 +119,8 @@ class Scenario:
     # in the default matrix (`make lab` without SCENARIOS)
     default: bool = True
     # the guest's size: under icount every vCPU's instructions advance
-    # the one virtual clock, so each busy vCPU slows the others (README,
-    # "Guest size")
+    # the one virtual clock, so each busy vCPU slows the others
+    # (common/scenarios/README.md, "Guest size")
     cpus: int = qemu.GUEST_CPUS
     memory: int = qemu.GUEST_MEMORY_MB
     # the per-boot latency metric the report leads with

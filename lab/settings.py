@@ -2,9 +2,9 @@
 
 The effects under test are milliseconds, and so is an emulator's noise;
 whether the placement effect shows at all depends on how QEMU runs the
-vCPUs (README.md, "Fidelity").  `python3 -m lab fidelity` runs the same
+vCPUs (lab/docs/fidelity.md).  `python3 -m lab fidelity` runs the same
 scenarios under several of these settings and tables the noise floor of
-each, so the lab's default is chosen by measurement (README.md).
+each, so the lab's default is chosen by measurement (lab/docs/fidelity.md).
 """
 import dataclasses
 import os
@@ -38,7 +38,7 @@ class Setting:
     def stall_us(self):
         """Under Debian's QEMU no real interrupt handler in these guests
         ran longer: a hard irq that did was a vCPU the emulator did not
-        run (README.md, "Fidelity").  The lab's QEMU runs each vCPU at
+        run (lab/docs/fidelity.md).  The lab's QEMU runs each vCPU at
         least every 20 us, and KVM runs it on a real CPU."""
         return None if self.lab_qemu or self.accel == "kvm" \
             else trace.STALL_US
@@ -88,7 +88,7 @@ SETTINGS = [
             append=ICOUNT_APPEND),
     # The lab's QEMU (common/qemu/): each vCPU gets an equal share of the
     # instructions until the next timer, and at most 20 us of them before
-    # the other vCPU's turn (README.md, "Fidelity").
+    # the other vCPU's turn (lab/docs/fidelity.md).
     Setting("icount-3-fair", "icount-3-nosleep in the lab's QEMU: the "
             "round-robin shares each pass's budget between the vCPUs",
             "tcg", icount="shift=3,sleep=off", append=ICOUNT_APPEND,
@@ -100,12 +100,13 @@ SETTINGS = [
     # instructions advance the one virtual clock, so while CPU1 is busy
     # CPU0 runs at half speed.  At 16 ns per instruction an idle guest's
     # CPU0 runs at that same speed with no other vCPU to wait for
-    # (README.md, "Fidelity").
+    # (lab/docs/fidelity.md).
     Setting("icount-4-slice20", "icount-3-slice20 at half speed (16 ns "
             "per instruction)", "tcg,icount-slice=20000",
             icount="shift=4,sleep=off", append=ICOUNT_APPEND, lab_qemu=True),
     # The same twins for bigger guests: with every one of N vCPUs busy,
-    # each runs at 1/N of the default's speed (README.md, "Guest size").
+    # each runs at 1/N of the default's speed
+    # (common/scenarios/README.md, "Guest size").
     Setting("icount-5-slice20", "icount-3-slice20 at a quarter of its "
             "speed (32 ns per instruction): a 4-vCPU guest's CPU0 with "
             "every vCPU busy", "tcg,icount-slice=20000",
@@ -118,7 +119,7 @@ SETTINGS = [
 ]
 
 
-# The fidelity study's choice (README.md, "Fidelity"): icount has the
+# The fidelity study's choice (lab/docs/fidelity.md): icount has the
 # lowest noise floor by far (idle p99 31 us, 1 us apart over 5 boots),
 # and in the lab's QEMU one busy vCPU no longer stalls the other (the
 # null control's p99 49 us instead of 9-26 ms).

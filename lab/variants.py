@@ -253,8 +253,8 @@ def load(folder: Path) -> Variant:
     missing = [f for f in REQUIRED if not (folder / f).is_file()]
     if missing:
         raise LabError(f"variant {name!r}: missing {', '.join(missing)} in "
-                       f"{folder}: finish it (README.md, 'Adding a "
-                       f"variant'), or name the variants you want "
+                       f"{folder}: finish it (variants/README.md, "
+                       f"'Adding a variant'), or name the variants you want "
                        f"(VARIANTS=baseline,...)")
     return Variant(name, folder, tuple(parse_series(folder / "series")),
                    parse_conf(folder))

@@ -120,7 +120,7 @@ run_cyclictest() {
 	chrt -f -p 98 $$ > /dev/null 2>&1 || true
 	# Few forks while cyclictest starts: in single-threaded TCG and under
 	# -icount a busy vCPU can hold the other one off for milliseconds
-	# (README.md, "Fidelity"), and that would land in the first samples.
+	# (lab/docs/fidelity.md), and that would land in the first samples.
 	# So the wait reads /proc with shell builtins only.
 	nthreads=$(echo " $CYCLICTEST " | sed -n 's/.* -t *\([0-9]*\) .*/\1/p')
 	tries=0
@@ -234,7 +234,7 @@ if [ -n "$TRACE" ]; then
 	mark trace
 fi
 
-# rtla's second opinion (README.md, "Traces"): timerlat's threads, one
+# rtla's second opinion (lab/docs/traces.md): timerlat's threads, one
 # per CPU and pinned, under the same module load, stopped at the first
 # latency over $TIMERLAT us and explained by its auto-analysis.  Only the
 # analysis is kept (--aa-only, not -a): the lab reads nothing else, and

@@ -3,7 +3,7 @@ to CPU0, no softirq load.  No kernel can delay the task here, so its
 latency is the emulator's.  Debian's QEMU 7.2 under icount lets the busy
 vCPU starve the other for milliseconds; the lab's QEMU (common/qemu/)
 must keep the null control as quiet as an idle guest that runs at the
-same speed (README.md, "Fidelity")."""
+same speed (lab/docs/fidelity.md)."""
 import statistics
 import subprocess
 
@@ -79,7 +79,7 @@ def test_null_control_is_as_quiet_as_idle_at_the_same_speed(null_control):
     busy.  Under icount both vCPUs' instructions advance the one virtual
     clock, so a busy CPU1 halves CPU0's speed; the idle twin runs at
     16 ns per instruction instead of 8 (settings.HALF_SPEED_TCG).
-    Measured (README "Fidelity"): null-hog p99 71-76 us per boot, the
+    Measured (lab/docs/fidelity.md): null-hog p99 71-76 us per boot, the
     idle twin 89 us, idle at full speed 37 us."""
     hog = null_control[settings.DEFAULT_TCG]["null-hog"]
     twin = statistics.median(values(

@@ -3,7 +3,7 @@ server (client.py), a job log unpacked into a run folder (collect.py),
 and a LAVA instance on this machine (local.py)."""
 from .runner import Lava
 
-HELP = "submit every run as a LAVA job (README.md, LAVA)"
+HELP = "submit every run as a LAVA job (lab/docs/lava.md)"
 
 
 def add_arguments(group) -> None:

@@ -49,7 +49,7 @@ class Lava:
 
     def check_reachable(self) -> None:
         """file:// URLs only work for a worker on this machine: a remote
-        server needs the artifacts published (README.md, LAVA)."""
+        server needs the artifacts published (lab/docs/lava.md)."""
         host = urllib.parse.urlsplit(self.server.url).hostname or ""
         if not self.artifacts_url_given and host not in LOCAL_HOSTS:
             raise LabError(f"LAVA server {self.server.url} is not on this "

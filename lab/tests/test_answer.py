@@ -1,0 +1,63 @@
+"""The front page's answer table: generated from the reports, current in
+README.md, and every declaration error named by file and line."""
+import pytest
+
+from lab import answer
+from lab.log import LabError
+
+
+def test_readme_holds_the_table_the_reports_give():
+    assert answer.current() == answer.table(), \
+        "README.md's answer is stale: run `python3 -m lab answer`"
+
+
+def test_every_column_comes_from_a_published_report():
+    rows, columns = answer.read_conf()
+    assert "baseline" in rows and "stultz-v5" in rows and "zijlstra" in rows
+    for c in columns:
+        a = answer._analysis(c.report)
+        assert f"{c.scenario}/baseline" in a["cells"], (c.report, c.scenario)
+
+
+def test_a_malformed_line_is_named(tmp_path):
+    conf = tmp_path / "answer.conf"
+    conf.write_text("rows = baseline\nlabel | report | scenario\n")
+    with pytest.raises(LabError, match=r"answer.conf:2: expected"):
+        answer.read_conf(conf)
+    conf.write_text("rows = baseline\nlabel | r | s | p42\n")
+    with pytest.raises(LabError, match="p42"):
+        answer.read_conf(conf)
+
+
+def analysis(verdict: str, ratio: float, metric: str = "p99") -> dict:
+    vs = {metric: {"verdict": verdict, "shown": verdict, "ratio": ratio}}
+    return {"bases": {"baseline": "baseline", "mine": "baseline"},
+            "withheld": {},
+            "cells": {"s/baseline": {"per_boot": {metric: [30, 10, 20]},
+                                     "cost": {}},
+                      "s/mine": {"per_boot": {}, "vs_baseline": vs}}}
+
+
+def test_a_cell_reads_as_better_or_worse_with_its_ratio():
+    col = answer.Column("x", "r", "s", "p99")
+    assert answer.cell(analysis("lower", 0.02), {}, "mine", col) == \
+        "better x0.02"
+    assert answer.cell(analysis("lower", 0.02), {}, "baseline", col) == \
+        "20 us"
+    kpps = answer.Column("x", "r", "s", "nic_app_kpps")
+    assert answer.cell(analysis("lower", 0.01, "nic_app_kpps"), {}, "mine",
+                       kpps) == "worse x0.01"
+    # a small verdict is not a finding
+    assert answer.cell(analysis("small lower", 0.9), {}, "mine", col) == \
+        "n.s."
+
+
+def test_a_verdict_the_second_run_does_not_give_is_marked():
+    col = answer.Column("x", "r", "s", "p99", again="r2")
+    first = analysis("lower", 0.02)
+    assert answer.cell(first, analysis("lower", 0.03), "mine", col) == \
+        "better x0.02"
+    assert answer.cell(first, analysis("n.s.", 1.0), "mine", col) == \
+        "better x0.02 (not repeated)"
+    withheld = dict(first, withheld={"s": "null control"})
+    assert answer.cell(withheld, {}, "mine", col) == "withheld"
