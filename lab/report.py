@@ -907,6 +907,21 @@ def markdown(text: str, images: list, command: str,
     return "\n".join(md) + "\n"
 
 
+def portable(data, root: Path):
+    """`data` with no path of this host: run folders relative to the
+    results folder, the cache as $LAB_CACHE."""
+    prefixes = ((f"{root.resolve()}/", ""), (f"{root}/", ""),
+                (str(paths.cache_dir()), "$LAB_CACHE"))
+    if isinstance(data, dict):
+        return {k: portable(v, root) for k, v in data.items()}
+    if isinstance(data, list):
+        return [portable(v, root) for v in data]
+    if isinstance(data, str):
+        for prefix, short in prefixes:
+            data = data.replace(prefix, short)
+    return data
+
+
 def write(root: Path, out: Path, descriptions: dict, command: str,
           variants=None, scenarios=None, busy=(), lead=None) -> Path:
     """`lead`: {scenario: the latency metric its rows lead with}, p99
@@ -923,8 +938,8 @@ def write(root: Path, out: Path, descriptions: dict, command: str,
     # published report stays under 5 MB
     for r in runs:
         name = f"{r['variant']}-{r['scenario']}-boot{r['boot']}.json.gz"
-        store.write_json_gz(out / "data" / name, r)
-    store.write_json(out / "data" / "analysis.json", a)
+        store.write_json_gz(out / "data" / name, portable(r, root))
+    store.write_json(out / "data" / "analysis.json", portable(a, root))
     text = text_report(runs, a, descriptions)
     store.write_text(out / "report.txt", text)
     images = plots(runs, a, out) + report_traces.files(

@@ -1,4 +1,5 @@
 """The matrix resumes where it stopped; the report reads run folders."""
+import gzip
 import json
 import random
 import re
@@ -172,6 +173,14 @@ def test_report_from_run_folders(tmp_path):
     assert not re.search(r"p = 0(\.0+)?(?![.\d])", text)
     # 8 of 10 wake-ups in time per boot, half of them moved
     assert "median 4000, p99 4000, moved 50% (56/70)" in text
+    # published data names no path of this host: run folders relative
+    # to the results folder
+    for f in (out / "data").iterdir():
+        data = gzip.decompress(f.read_bytes()).decode() \
+            if f.suffix == ".gz" else f.read_text()
+        assert str(tmp_path) not in data, f
+    assert '"run":"better/long/boot-1"' in gzip.decompress(
+        (out / "data" / "better-long-boot1.json.gz").read_bytes()).decode()
     a = json.loads((out / "data" / "analysis.json").read_text())
     long_vs = a["cells"]["long/better"]["vs_baseline"]
     assert long_vs["p99"]["verdict"] == "lower"

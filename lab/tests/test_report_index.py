@@ -45,3 +45,18 @@ def test_a_malformed_line_names_its_file_and_line(tmp_path):
     conf.write_text("# comment\n\nnot a folder = current\n")
     with pytest.raises(LabError, match=r"status.conf:3: expected"):
         report_index.read_status(conf)
+
+
+def test_published_data_names_no_path_of_the_host_that_made_it():
+    """Run folders are relative to the results folder and the cache is
+    $LAB_CACHE (lab/report.py portable())."""
+    import gzip
+    import re
+    host_path = re.compile(r'"/(?:work|root|home|tmp)/')
+    found = []
+    for f in report_index.REPORTS.glob("20*/**/*.json*"):
+        text = gzip.decompress(f.read_bytes()).decode() \
+            if f.suffix == ".gz" else f.read_text()
+        if host_path.search(text):
+            found.append(str(f))
+    assert not found, found[:5]
