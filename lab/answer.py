@@ -76,7 +76,10 @@ def _shown(vs: dict) -> str:
     return "n.s." if word.startswith("small ") else word
 
 
-def _ratio(r: float) -> str:
+def _ratio(vs: dict) -> str:
+    r = vs.get("ratio")
+    if r is None:                       # the base's median is 0
+        return f"{vs['median'][0] - vs['median'][1]:+.3g} (base 0)"
     return f"x{r:.0f}" if r >= 10 else f"x{r:.2g}"
 
 
@@ -101,7 +104,7 @@ def cell(analysis: dict, again: dict, variant: str, col: Column) -> str:
     if word not in ("lower", "higher"):
         return word
     good = word == metrics.get(col.metric).better
-    text = f"{'better' if good else 'worse'} {_ratio(vs['ratio'])}"
+    text = f"{'better' if good else 'worse'} {_ratio(vs)}"
     if again:
         other = again["cells"].get(f"{col.scenario}/{variant}", {}).get(
             "vs_baseline", {}).get(col.metric)

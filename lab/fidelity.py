@@ -18,8 +18,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from . import (build, matrix, paths, qemu, qemubuild, report, results, stats,
-               store)
+from . import (build, matrix, metrics, paths, qemu, qemubuild, report,
+               results, stats, store)
 from .log import info, warn
 from .runners import local
 
@@ -121,7 +121,8 @@ def jobs_equivalence(rows: list) -> list:
                           r.get("variant")))
         if r.get("jobs", 1) == 1 or not one or not r.get("boots"):
             continue
-        cmp = stats.compare(r["p99_per_boot_us"], one["p99_per_boot_us"])
+        cmp = stats.compare(r["p99_per_boot_us"], one["p99_per_boot_us"],
+                            floor=metrics.get("p99").min_effect)
         out.append({"setting": r["base"], "jobs": r["jobs"],
                     "scenario": r["scenario"], "variant": r["variant"],
                     "serial": one["p99_per_boot_us"],

@@ -36,6 +36,22 @@ class Metric:
     meaning: str
     # a boot's value from its sorted latencies (cyclictest metrics)
     of_samples: Callable = None
+    # the smallest difference that counts as an effect, in the unit: a
+    # shift below it gets no verdict whatever p says (default: the
+    # unit's, FLOORS)
+    floor: float = None
+
+    @property
+    def min_effect(self) -> float:
+        return FLOORS[self.unit] if self.floor is None else self.floor
+
+
+# The smallest effect worth a verdict, per unit.  Latencies: 5 us, under
+# the lab's idle p99 spread between boots (34-61 us) and above the 1 us
+# resolution; shares of samples: 0.1 percentage point; rates: about the
+# rounding of the counters over a 10 s measurement.
+FLOORS = {"us": 5.0, "share": 0.001, "%": 0.5, "MB/s": 0.5,
+          "Mbit/s": 5.0, "kpps": 0.5, "exits": 1.0, "runs/s": 0.5}
 
 
 def nearest_rank(sorted_values: np.ndarray, q: float) -> float:

@@ -27,19 +27,14 @@ def load(path: Path = FILE) -> dict:
 def outcome(expected: str, verdict: str) -> str:
     """What a comparison's verdict says of a prediction.
 
-    confirmed: the predicted direction was found (", small" if under
-    the ratio rule); refuted: the opposite direction, or a difference
+    confirmed: the predicted direction was found; refuted: the opposite direction, or a difference
     where none was predicted; not shown: no difference found where one
     was predicted; consistent: no difference found where none was
     predicted (not proof of sameness with 5 boots); untested: withheld
     or too few boots.
     """
-    small = verdict.startswith("small ")
-    direction = verdict.split()[-1]
-    if direction in ("lower", "higher"):
-        if direction == expected:
-            return "confirmed, small" if small else "confirmed"
-        return "refuted"
+    if verdict in ("lower", "higher"):
+        return "confirmed" if verdict == expected else "refuted"
     if verdict == "n.s.":
         return "consistent" if expected == "same" else "not shown"
     return "untested"

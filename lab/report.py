@@ -156,16 +156,15 @@ def analyse(runs: list, traces: dict = None, predicted: dict = None,
         if var == bases[var]:
             across = out["cells"].get(f"{scen}/baseline")
             if var != "baseline" and across:
-                c["vs_other_generation"] = stats.compare(
-                    c["per_boot"]["p99"], across["per_boot"]["p99"])
+                c["vs_other_generation"] = _compare(
+                    "p99", c["per_boot"]["p99"], across["per_boot"]["p99"])
             continue
         base = out["cells"].get(f"{scen}/{bases[var]}")
         if not base:
             continue
-        vs = {m: stats.compare(c["per_boot"][m], base["per_boot"][m])
+        vs = {m: _compare(m, c["per_boot"][m], base["per_boot"][m])
               for m in BOOT_METRICS}
-        vs.update({m: stats.compare(v, base["cost"][m],
-                                         metrics.get(m).better)
+        vs.update({m: _compare(m, v, base["cost"][m])
                    for m, v in c["cost"].items() if m in base["cost"]})
         c["vs_baseline"] = vs
         p = predicted.get((scen, var))
@@ -220,6 +219,11 @@ def base_of(run: dict) -> str:
     """The variant a run's variant is compared with (variant.conf `base`;
     runs from before the key existed were all compared with baseline)."""
     return run.get("variant_conf", {}).get("base", "baseline")
+
+
+def _compare(metric: str, variant: list, base: list) -> dict:
+    m = metrics.get(metric)
+    return stats.compare(variant, base, m.better, m.min_effect)
 
 
 def shown_verdict(cmp: dict, withheld_reason) -> str:
@@ -386,16 +390,12 @@ def _summary(runs: list, a: dict) -> list:
              f"{_n(len(a['scenarios']), 'scenario')}, {span} boots per "
              f"cell, one value per boot.",
              "Medium: " + _medium(runs[0]) + "."]
-    holds, small, few, none, fdr = defaultdict(list), [], [], [], []
+    holds, few, none, fdr = defaultdict(list), [], [], []
     for key, c in a["cells"].items():
         scen, var = key.split("/")
         vs = c.get("vs_baseline", {}).get(lead_of(a, scen))
         if vs and vs["shown"] in ("lower", "higher"):
-            holds[f"{var} {vs['shown']}"].append(
-                f"{scen} x{vs['ratio']:.2f}")
-        elif vs and vs["shown"].startswith("small "):
-            small.append(f"{var} {vs['shown'][6:]} in {scen} "
-                         f"x{vs['ratio']:.2f}")
+            holds[f"{var} {vs['shown']}"].append(f"{scen} {effect(vs)}")
         elif vs and vs["shown"] == "not enough boots":
             few.append((var, scen))
         elif vs and vs["shown"] == "n.s.":
@@ -413,13 +413,7 @@ def _summary(runs: list, a: dict) -> list:
         f"marked lower or higher below."))
     others = (f"the other {len(none)} comparison"
               f"{'s' if len(none) > 1 else ''}")
-    if small:
-        tail = f"; {others} n.s." if none else "."
-        lines.append(("Small (significant, under 1.5x): " +
-                      ", ".join(small) + tail,
-                      f"Small (significant, under 1.5x): {len(small)} "
-                      f"comparisons, marked small below" + tail))
-    elif none:
+    if none:
         # the list is in the per-scenario rows; a count keeps the summary
         # whole within its lines
         lines.append(f"No difference detected in {others} (n.s. below).")
@@ -541,6 +535,14 @@ def _median_pct(values: list) -> str:
     return f"{100 * m:.1f}%" if m == m else "-"
 
 
+def effect(vs: dict) -> str:
+    """The size of a difference: the ratio of medians, or where the
+    base's median is 0 the difference itself."""
+    if vs.get("ratio") is None:
+        return f"{vs['median'][0] - vs['median'][1]:+.3g} (base 0)"
+    return f"x{vs['ratio']:.2f}"
+
+
 def _verdict_word(vs) -> str:
     if not vs:
         return ""
@@ -548,9 +550,9 @@ def _verdict_word(vs) -> str:
         n, base = vs["boots"]
         return f"too few ({n})" if n < stats.MIN_BOOTS else \
             f"too few (base {base})"
-    if vs["shown"].startswith(("withheld", "n.s.", "small")):
+    if vs["shown"].startswith(("withheld", "n.s.")):
         return vs["shown"]
-    return f"{vs['shown']} x{vs['ratio']:.2f}"
+    return f"{vs['shown']} {effect(vs)}"
 
 
 def _bases_text(a: dict) -> str:
@@ -613,10 +615,10 @@ def _detail(a: dict, scen: str) -> list:
         if p and p["shown"] == "withheld" and p["verdict"] not in (
                 "n.s.", "not enough boots"):
             out += _wrap(f"{var}: the test alone would say {lead} "
-                         f"{p['verdict']} x{p['ratio']:.2f} "
+                         f"{p['verdict']} {effect(p)} "
                          f"({_p_and_q(p)}); withheld as above.", "    ")
         if p and p["shown"] == "withheld (FDR)":
-            out += _wrap(f"{var}: {lead} {p['verdict']} x{p['ratio']:.2f} "
+            out += _wrap(f"{var}: {lead} {p['verdict']} {effect(p)} "
                          f"alone ({_p_and_q(p)}), not among its "
                          f"{a.get('family_size', 0)} comparisons: more "
                          f"boots would decide it.", "    ")
@@ -650,11 +652,14 @@ def text_report(runs: list, a: dict, descriptions: dict) -> str:
         f"exact permutation test of ranks (Mann-Whitney), p < "
         f"{stats.ALPHA}, and q < {stats.FDR} after Benjamini-Hochberg over "
         f"the {a.get('family_size', 0)} comparisons printed here; medians "
-        f"{stats.RATIO}x apart or more; and a "
+        f"{stats.RATIO}x apart or more (where the base's median is 0, "
+        f"the difference instead of a ratio); and a "
         f"Hodges-Lehmann shift larger than the larger boots' spread "
-        f"(interquartile range) of the two cells. At least "
-        f"{stats.MIN_BOOTS} boots per cell, else 'too few (n)'. 'small': "
-        f"significant and beyond the spread, but under {stats.RATIO}x. "
+        f"(interquartile range) of the two cells and at least the "
+        f"metric's floor (5 us for latencies; lab/metrics.py FLOORS); "
+        f"a significant shift that misses the ratio or the floor is n.s. "
+        f"At least "
+        f"{stats.MIN_BOOTS} boots per cell, else 'too few (n)'. "
         f"'withheld': the scenario keeps every vCPU busy and the null "
         f"control of its guest size (null-hog, null-hog-4cpu...) shows "
         f"emulator latency over "

@@ -12,9 +12,12 @@ variant is compared with baseline on those values:
   one-sided p, below ALPHA;
 - the Hodges-Lehmann shift (median of all variant-minus-baseline
   differences) with its distribution-free interval;
-- a practical effect: the medians differ by at least RATIO times, and the
-  shift is larger than the cell's own boot-to-boot spread (the larger
-  interquartile range of the two cells).
+- a practical effect: the medians differ by at least RATIO times (where
+  the base's median is 0, no ratio: the difference must pass the floor),
+  the shift is larger than the cell's own boot-to-boot spread (the
+  larger interquartile range of the two cells) and at least the
+  metric's floor (lab/metrics.py, `min_effect`).  A significant shift
+  that misses any of these is "n.s.", with the reason in `under`.
 
 All three must hold, with at least MIN_BOOTS boots on each side; with
 fewer the verdict is "not enough boots".  With 5 boots against 5 the
@@ -164,13 +167,15 @@ def hodges_lehmann(x, y, level: float = LEVEL) -> tuple[float, tuple]:
     return shift, (float(d[k - 1]), float(d[len(d) - k]))
 
 
-def compare(variant: list, base: list, better: str = "lower") -> dict:
+def compare(variant: list, base: list, better: str = "lower",
+            floor: float = 0.0) -> dict:
     """A variant's per-boot values against baseline's: test and verdict.
 
-    verdict: "lower", "higher" (than baseline), "small lower" / "small
-    higher" (significant and beyond the spread, but less than RATIO
-    apart), "n.s." or "not enough boots"; whether lower is good is the
-    metric's own (better).
+    verdict: "lower", "higher" (than baseline), "n.s." or "not enough
+    boots"; whether lower is good is the metric's own (better).  `floor`:
+    the smallest shift that counts (the metric's min_effect).  A
+    significant shift too small to count is "n.s." with `under` saying
+    which bound it missed.  ratio is None where the base's median is 0.
     """
     v, b = np.asarray(variant, float), np.asarray(base, float)
     v, b = v[~np.isnan(v)], b[~np.isnan(b)]
@@ -178,21 +183,25 @@ def compare(variant: list, base: list, better: str = "lower") -> dict:
     if min(len(v), len(b)) < MIN_BOOTS:
         return dict(out, verdict="not enough boots")
     med_v, med_b = float(np.median(v)), float(np.median(b))
-    if med_b:
-        ratio = med_v / med_b
-    else:
-        ratio = 1.0 if not med_v else math.inf
+    ratio = med_v / med_b if med_b else None
     p_lower, p_higher = rank_test(v, b)
     p = min(1.0, 2 * min(p_lower, p_higher))
     shift, interval = hodges_lehmann(v, b)
     noise = max(spread(v), spread(b))
-    beyond = abs(shift) > noise
-    far = ratio >= RATIO or ratio <= 1 / RATIO
+    under = [why for why, missed in (
+        ("the boots' spread", abs(shift) <= noise),
+        (f"the floor {floor:g}", abs(shift) < floor),
+        (f"{RATIO}x", ratio is not None and 1 / RATIO < ratio < RATIO))
+        if missed]
     verdict = "n.s."
-    if beyond and p < ALPHA and shift < 0 and p_lower < p_higher:
-        verdict = "lower" if far else "small lower"
-    elif beyond and p < ALPHA and shift > 0 and p_higher < p_lower:
-        verdict = "higher" if far else "small higher"
+    direction = "lower" if shift < 0 and p_lower < p_higher else \
+        "higher" if shift > 0 and p_higher < p_lower else ""
+    if p < ALPHA and direction:
+        if under:
+            out["under"] = f"{direction} at p < {ALPHA}, under " + \
+                ", ".join(under)
+        else:
+            verdict = direction
     return dict(out, median=[med_v, med_b], ratio=ratio, shift=shift,
                 shift_interval=interval, spread=noise, p_lower=p_lower,
                 p_higher=p_higher, p=p, verdict=verdict)

@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lab import cyclictest, stats
+from lab import cyclictest, metrics, stats
 
 BASE = [4800, 4700, 4900, 4850, 4750]          # p99 per boot, us
 BETTER = [50, 60, 40, 55, 45]
@@ -130,16 +130,40 @@ def test_missed_periods_from_a_run_with_known_gaps(tmp_path: Path):
                                                     1333 - 58))
 
 
-def test_a_significant_shift_under_the_ratio_is_small():
+def test_a_significant_shift_under_the_ratio_is_no_finding():
     base = [100, 101, 99, 100, 102]
     var = [80, 81, 79, 80, 82]                 # 0.8x, far beyond spread
-    assert stats.compare(var, base)["verdict"] == "small lower"
+    c = stats.compare(var, base)
+    assert c["verdict"] == "n.s." and c["p"] < stats.ALPHA
+    assert c["under"] == "lower at p < 0.01, under 1.5x"
+
+
+def test_a_shift_under_the_metrics_floor_gets_no_verdict():
+    """revert-ksoftirqd's long-net-rx softirq_wait_max_us once read
+    "small lower" on a 0.07 us shift against about 27.6 us."""
+    base = [27.60, 27.61, 27.62, 27.63, 27.64]
+    var = [v / 2 for v in base]                # 0.5x, but only 13.8 us
+    assert stats.compare(var, base, floor=20.0)["verdict"] == "n.s."
+    assert "the floor 20" in stats.compare(var, base, floor=20.0)["under"]
+    assert stats.compare(var, base, floor=5.0)["verdict"] == "lower"
+    # the floor each metric declares
+    assert metrics.get("p99").min_effect == 5.0
+    assert metrics.get("nic_app_kpps").min_effect == 0.5
+
+
+def test_a_zero_base_gives_a_difference_never_a_ratio():
+    base = [0, 0, 0, 0, 0]
+    var = [3, 4, 3, 5, 4]
+    c = stats.compare(var, base, "lower", floor=0.5)
+    assert c["ratio"] is None and c["verdict"] == "higher"
+    from lab import report
+    assert report.effect(c) == "+4 (base 0)"
+    assert stats.compare(var, base, "lower", floor=10)["verdict"] == "n.s."
 
 
 def test_predictions_read_no_difference_as_no_proof():
     from lab import predictions
     assert predictions.outcome("lower", "lower") == "confirmed"
-    assert predictions.outcome("lower", "small lower") == "confirmed, small"
     assert predictions.outcome("same", "higher") == "refuted"
     assert predictions.outcome("lower", "n.s.") == "not shown"
     assert predictions.outcome("same", "n.s.") == "consistent"
