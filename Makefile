@@ -28,7 +28,7 @@ LAVA_CLIENT = $(if $(filter lava,$(RUNNER)),lavacli)
 LAVA_LOCAL = lava-server lava-dispatcher lavacli postgresql
 
 .PHONY: all lab compare check test deps deps-lava lava-local lava-local-down \
-	variants health accel clean help variant mail
+	variants health accel clean help variant mail replicate
 
 all: help
 
@@ -43,6 +43,7 @@ help:
 	@echo "make variant NAME=n FROM=s  variant n from a series (mbox, folder"
 	@echo "               of patches or Message-ID)"
 	@echo "make mail NAME=n  the report reports/<date>-n as reply.eml"
+	@echo "make replicate A=r B=s  two reports: made alike? verdicts agree?"
 	@echo "make deps      install the Debian packages the lab needs"
 	@echo "make lava-local  start a LAVA instance on this machine"
 	@echo "VARIANTS=a,b SCENARIOS=x,y BOOTS=n narrow the matrix; NAME=n"
@@ -81,6 +82,11 @@ variant: deps
 
 mail: deps
 	@$(LAB) mail --name "$(NAME)" $(if $(VARIANT),--variant "$(VARIANT)")
+
+# Two reports side by side (reports/<name> or a folder): what differs
+# in how they were made, whether they are a repeat, which verdicts agree.
+replicate:
+	@$(LAB) replicate "$(A)" "$(B)"
 
 compare: deps
 	@$(LAB) compare $(MATRIX) --runner $(RUNNER)

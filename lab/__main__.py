@@ -157,6 +157,16 @@ def cmd_answer(args) -> int:
     return 0
 
 
+def cmd_replicate(args) -> int:
+    from . import replicate
+    text = replicate.text(args.a, args.b)
+    if args.out:
+        Path(args.out).write_text(text)
+        info(f"written to {args.out}")
+    print(text, end="")
+    return 0
+
+
 def cmd_reports_index(args) -> int:
     info(f"{report_index.write()}")
     return 0
@@ -290,6 +300,16 @@ def parse_args(argv):
         description="Rewrite the table between README.md's answer markers "
         "from the reports that reports/answer.conf names.")
     an.set_defaults(func=cmd_answer)
+    rp = sub.add_parser(
+        "replicate", help="compare two reports: how made, which verdicts "
+        "agree", description="Say what differs in how two reports were "
+        "made (plan, scenarios, kernels, initramfs, QEMU, setting, guest "
+        "size; lab commit and host CPU as notes), whether they are a "
+        "repeat, and which of the comparisons both print agree.")
+    rp.add_argument("a", help="report folder, or its name under reports/")
+    rp.add_argument("b", help="the other report")
+    rp.add_argument("--out", default="", help="also write the text here")
+    rp.set_defaults(func=cmd_replicate)
     ri = sub.add_parser(
         "reports-index", help="write reports/README.md, one line a report",
         description="List every report folder with its title, runs and "

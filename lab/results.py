@@ -218,6 +218,11 @@ def summarize(run_dir: Path) -> dict:
            "memory_mb": record.get("memory_mb", 1024),
            "seconds": record.get("seconds", 0),
            "plan_env": record.get("plan_env", {}),
+           # how the run was made, for `python3 -m lab replicate`
+           "made": {"lab_commit": record.get("lab_commit", ""),
+                    "plan_sha256": record.get("plan_sha256", ""),
+                    "scenario_text": record.get("scenario", {}).get(
+                        "text", "")},
            "kernel": record["kernel"], "qemu": record["qemu"],
            "preemption": preemption(run_dir),
            "variant_conf": record.get("variant_conf", {}),

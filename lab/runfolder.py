@@ -14,6 +14,7 @@ import errno
 import hashlib
 import re
 import shutil
+import subprocess
 import time
 from pathlib import Path
 
@@ -112,6 +113,22 @@ def plan_digest(plan: Path) -> str:
     return hashlib.sha256(plan.read_bytes()).hexdigest()
 
 
+def lab_commit() -> str:
+    """The lab's commit, "-dirty" with uncommitted changes to its code
+    (reports/ and build/ aside), "" outside a git checkout."""
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(paths.REPO), "rev-parse", "--short=12",
+             "HEAD"], capture_output=True, text=True, check=True).stdout
+        dirty = subprocess.run(
+            ["git", "-C", str(paths.REPO), "status", "--porcelain",
+             "--untracked-files=no", "--", ".", ":!reports"],
+            capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+    return head.strip() + ("-dirty" if dirty.strip() else "")
+
+
 def provenance(built: Built, plan: Path, env: dict, cpus: int,
                machine: dict, context: dict = None, runner: str = "local",
                memory_mb: int = qemu.GUEST_MEMORY_MB) -> dict:
@@ -122,6 +139,7 @@ def provenance(built: Built, plan: Path, env: dict, cpus: int,
         "kernel": {k: built.meta[k] for k in
                    ("release", "hash", "patches", "config_sha256",
                     "kernel_version", "source_tarball_sha256")},
+        "lab_commit": lab_commit(),
         "plan": plan.name,
         "plan_sha256": plan_digest(plan),
         "plan_env": dict(env or {}),

@@ -1,0 +1,74 @@
+"""`python3 -m lab replicate`: what differs in how two reports were
+made, whether they are a repeat, and which verdicts agree."""
+import pytest
+
+from lab import replicate, store
+from lab.log import LabError
+
+
+def run(variant, boot, cyclictest="-t 1 -p 99 -i 1000", seed=1):
+    return {"variant": variant, "scenario": "long", "boot": boot,
+            "cpus": 2, "memory_mb": 1024, "accel": "tcg",
+            "plan_env": {"CYCLICTEST": cyclictest, "PHASE_SEED": seed},
+            "made": {"lab_commit": "abc", "plan_sha256": "p" * 64,
+                     "scenario_text": "duration = 10\n"},
+            "kernel": {"hash": variant * 4},
+            "qemu": {"command": f"qemu -initrd /c/{variant}-1.cpio",
+                     "host_cpu": "Xeon",
+                     "accel": {"setting": "icount-3-slice20",
+                               "emulator": {"build": "q1"}}}}
+
+
+def report(folder, runs, verdict):
+    (folder / "data").mkdir(parents=True)
+    for r in runs:
+        store.write_json_gz(folder / "data" / f"{r['variant']}-long-boot"
+                            f"{r['boot']}.json.gz", r)
+    vs = {"p99": {"verdict": verdict, "shown": verdict},
+          "ksoftirqd_cpu_percent": {"verdict": "n.s.", "shown": "n.s."}}
+    store.write_json(folder / "data" / "analysis.json", {
+        "lead": {}, "cells": {
+            "long/baseline": {"cost": {}},
+            "long/mine": {"cost": {"ksoftirqd_cpu_percent": [1.0]},
+                          "vs_baseline": vs}}})
+    return folder
+
+
+def test_two_runs_of_one_plan_are_a_repeat_and_their_verdicts_compared(
+        tmp_path):
+    a = report(tmp_path / "a", [run(v, 1, seed=1) for v in
+                                ("baseline", "mine")], "lower")
+    b = report(tmp_path / "b", [run(v, 1, seed=2) for v in
+                                ("baseline", "mine")], "n.s.")
+    text = replicate.text(str(a), str(b))
+    assert "**A repeat**" in text          # the phase seeds differ only
+    assert "1 of 2 comparisons agree (50.0%); lead metrics 0 of 1" in text
+    assert "| long/mine | p99 | lower | n.s. |" in text
+
+
+def test_a_changed_cyclictest_line_is_named_and_no_repeat(tmp_path):
+    a = report(tmp_path / "a", [run("mine", 1), run("baseline", 1)],
+               "lower")
+    b = report(tmp_path / "b", [run("mine", 1, "-t 1 -p 99 -i 1000 -h"),
+                                run("baseline", 1)], "lower")
+    text = replicate.text(str(a), str(b))
+    assert "**plan parameters differs** in 1 runs, e.g. long/mine boot 1" \
+        in text
+    assert '-i 1000 -h' in text
+    assert "**Not a repeat**: plan parameters differ" in text
+    assert "**A repeat**" not in text
+
+
+def test_runs_that_did_not_record_their_plan_are_no_repeat(tmp_path):
+    old = run("mine", 1)
+    del old["made"]
+    a = report(tmp_path / "a", [old], "lower")
+    b = report(tmp_path / "b", [run("mine", 1)], "lower")
+    text = replicate.text(str(a), str(b))
+    assert "**plan script not recorded**" in text
+    assert "**Not a repeat**" in text
+
+
+def test_a_folder_that_is_no_report_is_named(tmp_path):
+    with pytest.raises(LabError, match="nothing-here: not a report"):
+        replicate.report_folder(str(tmp_path / "nothing-here"))
