@@ -127,6 +127,24 @@ def _cell(cell) -> str:
     return f"{scenario}/{variant} boot {boot}"
 
 
+def is_repeat(a: dict, b: dict) -> bool:
+    """Runs of A and B: some in common, all made the same way."""
+    return bool(set(a) & set(b)) and not any(
+        k in PLAN_KEYS for k in differences(a, b))
+
+
+def earlier_repeats(folder: Path) -> list:
+    """The other reports under reports/ that repeat some of `folder`'s
+    runs the same way, newest first: where a new report's verdicts can
+    be checked against an earlier one's."""
+    runs, _ = load(folder)
+    return [other.parent for other in sorted(
+        (paths.REPO / "reports").glob("20*/data"), reverse=True)
+        if other.parent.resolve() != folder.resolve() and
+        (other / "analysis.json").is_file() and
+        is_repeat(runs, load(other.parent)[0])]
+
+
 def text(name_a: str, name_b: str) -> str:
     fa, fb = report_folder(name_a), report_folder(name_b)
     runs_a, an_a = load(fa)

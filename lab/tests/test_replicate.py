@@ -72,3 +72,15 @@ def test_runs_that_did_not_record_their_plan_are_no_repeat(tmp_path):
 def test_a_folder_that_is_no_report_is_named(tmp_path):
     with pytest.raises(LabError, match="nothing-here: not a report"):
         replicate.report_folder(str(tmp_path / "nothing-here"))
+
+
+def test_a_new_report_finds_the_earlier_ones_that_it_repeats(
+        tmp_path, monkeypatch):
+    monkeypatch.setattr(replicate.paths, "REPO", tmp_path)
+    reports = tmp_path / "reports"
+    first = report(reports / "2026-01-01-a", [run("mine", 1, seed=1)],
+                   "lower")
+    report(reports / "2026-01-02-other", [run("mine", 1, "-t 2")], "n.s.")
+    new = report(reports / "2026-01-03-b", [run("mine", 1, seed=2)],
+                 "lower")
+    assert replicate.earlier_repeats(new) == [first]
