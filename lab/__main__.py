@@ -82,6 +82,7 @@ def _matrix(args) -> tuple:
 
 def cmd_run(args) -> int:
     chosen, scens = _matrix(args)
+    guestbuild.check_background(scens)
     root = Path(args.results) if args.results else \
         matrix.results_root(args.runner)
     matrix.run(chosen, scens, args.boots, root,

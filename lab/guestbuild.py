@@ -10,6 +10,7 @@ and, for the module, of the kernel it is built for.
 """
 import hashlib
 import shutil
+import shlex
 import subprocess
 import tempfile
 from pathlib import Path
@@ -97,3 +98,62 @@ def initrd(variant, built: build.Built) -> Path:
     extra.update({lib.lstrip("/"): Path(lib)
                   for lib in initramfs.shared_libraries(str(rtla))})
     return initramfs.build(extra=extra, name=variant.name)
+
+
+# Shell words that are not programs, and the words after which a
+# command starts.
+SHELL_WORDS = {"for", "in", "while", "until", "if", "then", "else", "elif",
+               "fi", "do", "done", "case", "esac", "!", "{", "}", "echo",
+               "cd", "exit", "export", "read", "set", "wait", "true",
+               "false", "test", "[", "[[", "exec", "eval", "trap", "shift",
+               "local", "return", "break", "continue", ":", "."}
+COMMAND_STARTS = {";", "|", "||", "&&", "&", "(", "do", "then", "else",
+                  "!", "{"}
+
+
+def programs_in(command: str) -> list:
+    """The programs a background command runs: the first word of each
+    simple command, past assignments, redirections and shell keywords."""
+    lex = shlex.shlex(command, posix=True, punctuation_chars=";&|()")
+    lex.whitespace_split = True
+    out, start = [], True
+    for word in lex:
+        if word in COMMAND_STARTS or word == ";;":
+            start = True
+        elif start and ("=" in word[1:] or word[:1] in "<>" or
+                        word[:1].isdigit() and ">" in word):
+            continue                # X=y, >file, 2>/dev/null
+        elif start:
+            if word not in SHELL_WORDS and not word.startswith("$"):
+                out.append(word)
+            start = False
+    return out
+
+
+def applets() -> set:
+    r = subprocess.run([initramfs.PROGRAMS[0][0], "--list"],
+                       capture_output=True, text=True)
+    return set(r.stdout.split())
+
+
+def own_programs() -> set:
+    """The guest's programs besides busybox's applets: the Debian ones
+    and the lab's (lab/initramfs.py, PROGRAMS above, rtla)."""
+    return ({Path(p).name for p, _ in initramfs.PROGRAMS} |
+            {p.name for p in initramfs.GUEST_BIN.iterdir()} |
+            set(PROGRAMS.values()) | {"rtla"})
+
+
+def check_background(scenarios: list) -> None:
+    """Refuse, before any build, a background command that runs a program
+    the guest does not have."""
+    have = applets() | own_programs()
+    for s in scenarios:
+        for command in s.background:
+            missing = [p for p in programs_in(command)
+                       if p.rsplit("/", 1)[-1] not in have]
+            if missing:
+                raise LabError(
+                    f"{s.path}: background: {missing[0]!r} is not a "
+                    f"program in the guest (busybox's applets and "
+                    f"{', '.join(sorted(own_programs()))})")

@@ -69,6 +69,18 @@ LAB_OWNED = {"-a", "--affinity", "-D", "--duration", "-h", "--histogram",
              "-H", "--histofall", "--histfile", "--json", "-q", "--quiet",
              "-m", "--mlockall", "-S", "--smp", "-v", "--verbose", "-u",
              "--unbuffered", "-o", "--oscope", "-N", "--nsecs"}
+# Every option of the guest's cyclictest (Debian 12's rt-tests 2.4,
+# `cyclictest --help`), so a mistyped one fails here, not in the guest.
+CYCLICTEST_OPTIONS = set("-a -A -b -c -d -D -F -h -H -i -l -m -M -N -o -p -q "
+                         "-r -R -s -S -t -u -v -x".split()) | {
+    "--affinity", "--aligned", "--breaktrace", "--clock", "--default-system",
+    "--distance", "--duration", "--fifo", "--histogram", "--histofall",
+    "--histfile", "--interval", "--json", "--laptop", "--latency", "--loops",
+    "--mainaffinity", "--mlockall", "--refresh_on_max", "--nsecs",
+    "--oscope", "--priority", "--policy", "--priospread", "--quiet",
+    "--relative", "--resolution", "--secaligned", "--system", "--smp",
+    "--spike", "--spike-nodes", "--smi", "--threads", "--tracemark",
+    "--unbuffered", "--verbose", "--dbg_cyclictest", "--posix_timers"}
 # common/kernel.config's CONFIG_NR_CPUS, and the plan's affinity mask (ff)
 MAX_CPUS = 8
 # Kernel parameters the lab sets itself (lab/qemu.py).
@@ -193,6 +205,10 @@ def _check_cyclictest(value: str, where: str) -> None:
         opt = w.split("=", 1)[0]
         if opt.startswith("-") and not opt.startswith("--"):
             opt = opt[:2]           # -a0, -D5: the value attached
+        if opt.startswith("-") and opt not in CYCLICTEST_OPTIONS and \
+                not opt.lstrip("-").isdigit():
+            raise LabError(f"{where}: cyclictest: {opt} is not an option "
+                           f"of the guest's cyclictest (rt-tests 2.4)")
         if opt in LAB_OWNED:
             raise LabError(f"{where}: cyclictest: {opt} is set by the lab "
                            f"(threads are free to move unless the scenario "

@@ -19,8 +19,17 @@ BASE_TAG = "packaged"
 
 
 def install_hint(generation: str) -> str:
-    return (f"install it with `make deps` (Debian package "
-            f"linux-source-{generation})")
+    package = f"linux-source-{generation}"
+    try:
+        policy = subprocess.run(["apt-cache", "policy", package],
+                                capture_output=True, text=True).stdout
+    except OSError:
+        policy = "Candidate: unknown"
+    if "Candidate:" not in policy or "Candidate: (none)" in policy:
+        return (f"Debian has no package {package} here (apt-cache policy "
+                f"names no candidate): name a generation Debian packages, "
+                f"such as 6.1 or 6.12")
+    return f"install it with `make deps` (Debian package {package})"
 
 
 def tarball_digest(tarball: Path,

@@ -34,6 +34,14 @@ def test_missing_packaged_source_says_what_to_install(tmp_path,
     assert "linux-source-6.1" in str(e.value) and "make deps" in str(e.value)
 
 
+def test_a_generation_debian_does_not_package_is_named_as_such():
+    """`source = 6.99` once said `make deps` would install
+    linux-source-6.99, which does not exist."""
+    assert source.install_hint("6.99").startswith(
+        "Debian has no package linux-source-6.99 here")
+    assert "make deps" not in source.install_hint("6.99")
+
+
 def fake_tarball(tmp_path, version):
     tree = tmp_path / "linux-source-x"
     tree.mkdir()

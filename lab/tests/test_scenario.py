@@ -55,6 +55,10 @@ def test_defaults(tmp_path):
     ("description = x\nduration = 5\ncyclictest = -t1 -D5\n", 3,
      "-D is set by the lab"),
     ("description = x\nduration = 5\ndisk = 1\n", 3, "from 16 to 65536"),
+    ("description = x\nduration = 5\ncyclictest = -t 1 -z 3\n", 3,
+     "-z is not an option of the guest's cyclictest"),
+    ("description = x\nduration = 5\ncyclictest = -t 1 --intervall=5\n",
+     3, "--intervall is not an option"),
     ("description =\nduration = 5\n", 1, "description has no value"),
 ])
 def test_errors_name_file_and_line(tmp_path, text, line, words):
@@ -272,3 +276,20 @@ def test_a_scenario_that_is_not_utf8_names_its_line(tmp_path):
     with pytest.raises(LabError, match=r"s.scenario:3: not UTF-8 text "
                        r"\(byte 0xe9\)"):
         scenario.parse(p)
+
+
+def test_a_background_program_the_guest_lacks_is_refused_before_a_build(
+        tmp_path):
+    from lab import guestbuild
+    assert guestbuild.programs_in(
+        "for f in /x/*; do echo 2 > $f; done 2>/dev/null; X=1 taskset 2 "
+        "lab-fsnoise $D | awk '{print}' && stres-ng -c 1") == \
+        ["taskset", "awk", "stres-ng"]
+    ok = scenario.parse(write(tmp_path, "description = x\nduration = 5\n"
+                              "background = stress-ng --cpu 1\n"))
+    guestbuild.check_background([ok])
+    bad = scenario.parse(write(tmp_path, "description = x\nduration = 5\n"
+                               "background = stres-ng --cpu 1\n"))
+    with pytest.raises(LabError, match=r"background: 'stres-ng' is not a "
+                       r"program in the guest"):
+        guestbuild.check_background([bad])
