@@ -14,6 +14,7 @@ Nothing is written unless all of that succeeded.
 """
 import email
 import email.header
+import hashlib
 import mailbox
 import re
 import shutil
@@ -97,20 +98,52 @@ def as_mbox(folder: Path, out: Path) -> Path:
 
 
 def unfolded(path: Path, out: Path) -> Path:
-    """The mbox with every header on one line: b4 0.12 fails on a folded
-    From: (git format-patch folds a long name and address)."""
+    """The mbox as b4 can read it: every header on one line (b4 0.12
+    fails on a folded From:, and git format-patch folds a long name and
+    address), and a thread: a series made without --thread has no
+    Message-IDs, and b4 finds no patches in it.  Such messages get an
+    ID made from their content and reply to the first message."""
     box = mailbox.mbox(str(out))
+    root = None
     for msg in mailbox.mbox(str(path), create=False):
         for name, value in msg.items():
             if "\n" in value:
                 msg.replace_header(name, " ".join(value.split()))
+        if not msg.get("Message-ID"):
+            digest = hashlib.sha256(msg.as_bytes()).hexdigest()[:16]
+            msg["Message-ID"] = f"<{digest}@softirq-rt-lab.invalid>"
+            if root and not msg.get("In-Reply-To"):
+                msg["In-Reply-To"] = root
+                msg["References"] = root
+        root = root or msg["Message-ID"]
         box.add(msg)
     box.flush()
     return out
 
 
-def b4_am(series: str, outdir: Path) -> tuple:
-    """b4 am on a local mbox or a Message-ID: (.mbx, .cover or None)."""
+def check_bytes(path: Path, what: str) -> None:
+    """Refuse a message with bytes that are not UTF-8, naming its
+    subject and line: b4 would replace them with U+FFFD, and the stored
+    patch (and the kernel built from it) would differ from the posted
+    one."""
+    box = mailbox.mbox(str(path), create=False)
+    for key in box.keys():
+        raw = box.get_bytes(key)
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            line = raw[:e.start].count(b"\n") + 1
+            subject = header(box.get_message(key), "Subject")
+            raise LabError(f"{what}: '{subject}', line {line} of its mail: "
+                           f"byte 0x{raw[e.start]:02x} is not UTF-8; b4 "
+                           f"would replace it and the patch would change: "
+                           f"send the series as UTF-8 (git format-patch "
+                           f"does)") from None
+
+
+def b4_am(series: str, outdir: Path, label: str = "") -> tuple:
+    """b4 am on a local mbox or a Message-ID: (.mbx, .cover or None).
+    `label`: the series as the user named it, for errors."""
     outdir.mkdir(parents=True, exist_ok=True)
     local = Path(series).is_file()
     cmd = ["b4", "--no-interactive", "am", "-o", str(outdir)] + \
@@ -127,7 +160,7 @@ def b4_am(series: str, outdir: Path) -> tuple:
         where = "" if local else (" (is a public-inbox archive such as "
                                   "lore.kernel.org reachable? offline, "
                                   "give a local mbox)")
-        raise LabError(f"b4 am {series}: {tail[0]}{where}")
+        raise LabError(f"{label or series}: b4 am failed: {tail[0]}{where}")
     covers = sorted(outdir.glob("*.cover"))
     return mbx[0], covers[0] if covers else None
 
@@ -226,9 +259,10 @@ def add(name: str, series: str, generation: str = paths.GENERATION,
             series = str(as_mbox(given, tmp / "series.mbox"))
         if local:
             check_mbox(Path(series), str(given))
+            check_bytes(Path(series), str(given))
             series = str(unfolded(Path(series), tmp / "unfolded.mbox"))
         info(f"variant {name}: b4 am {given}")
-        mbx, cover_file = b4_am(series, tmp / "b4")
+        mbx, cover_file = b4_am(series, tmp / "b4", str(given))
         checked = check_mbox(mbx, f"{given} (as b4 ordered it)")
         cover = email.message_from_bytes(cover_file.read_bytes()) \
             if cover_file else None

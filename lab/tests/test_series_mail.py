@@ -18,10 +18,12 @@ def git(repo, *args):
                    capture_output=True, text=True)
 
 
-def make_series(tmp_path, files: dict, edits: list) -> str:
-    """A series as `git format-patch --cover-letter --stdout` writes it:
-    `files` is the base, each of `edits` (path, old, new, subject) one
-    patch.  Returns the mbox text."""
+def make_series(tmp_path, files: dict, edits: list,
+                thread: bool = True) -> str:
+    """A series as `git format-patch --cover-letter --stdout` writes it
+    (with --thread unless told not): `files` is the base, each of
+    `edits` (path, old, new, subject) one patch.  Returns the mbox
+    text."""
     repo = tmp_path / "repo"
     for rel, text in files.items():
         (repo / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -36,7 +38,8 @@ def make_series(tmp_path, files: dict, edits: list) -> str:
             f"{subject}\n\nWhy.\n\nSigned-off-by: Ann Dev <ann@example.org>")
     out = subprocess.run(
         ["git", "-C", str(repo), *AUTHOR, "format-patch", "--stdout",
-         "--cover-letter", "--thread", f"-{len(edits)}"],
+         "--cover-letter", *(["--thread"] if thread else []),
+         f"-{len(edits)}"],
         check=True, capture_output=True, text=True).stdout
     return out.replace("*** SUBJECT HERE ***", "softirq: two steps") \
         .replace("*** BLURB HERE ***", "A series for the lab's test.")
@@ -77,6 +80,30 @@ def test_a_series_is_checked_before_anything_is_written(tmp_path):
                        r"folder, and not a Message-ID"):
         series.add("typo", str(tmp_path / "serie.mbox"), root=root)
     assert sorted(p.name for p in root.iterdir()) == ["taken"]
+
+
+def test_a_series_without_message_ids_is_threaded_for_b4(tmp_path):
+    """`git format-patch --cover-letter --stdout` without --thread gives
+    no Message-IDs, and b4 found no patches in it."""
+    plain = tmp_path / "plain.mbox"
+    plain.write_text(make_series(tmp_path, TOY, TOY_EDITS, thread=False))
+    assert "Message-ID" not in plain.read_text()
+    mbx, cover = series.b4_am(str(series.unfolded(
+        plain, tmp_path / "unfolded.mbox")), tmp_path / "b4", str(plain))
+    checked = series.check_mbox(mbx, "b4's")
+    assert checked["total"] == 2 and cover is not None
+
+
+def test_bytes_that_are_not_utf8_are_refused_with_their_line(tmp_path):
+    text = make_series(tmp_path, TOY, TOY_EDITS).encode()
+    bad = tmp_path / "latin1.mbox"
+    bad.write_bytes(text.replace(b"int x = 1;", b"int x = 1; /* caf\xe9 */"))
+    line = bad.read_bytes().split(b"\n").index(
+        next(x for x in bad.read_bytes().split(b"\n") if b"caf" in x))
+    with pytest.raises(LabError, match=r"x: set x', line \d+ of its mail: "
+                       r"byte 0xe9 is not UTF-8") as e:
+        series.check_bytes(bad, str(bad))
+    assert line > 0 and "latin1.mbox" in str(e.value)
 
 
 def test_an_undecided_option_stops_the_build(tmp_path):
