@@ -187,7 +187,7 @@ def test_a_generation_not_installed_names_its_package(tmp_path,
     from lab import source
     monkeypatch.setenv("LAB_CACHE", str(tmp_path))
     with pytest.raises(LabError, match=r"linux-source-9.9.tar.xz not found"
-                       r".*Debian package linux-source-9.9"):
+                       r".*Debian has no package linux-source-9.9"):
         source.unpacked_source(generation="9.9")
 
 
