@@ -154,7 +154,8 @@ def cmd_fidelity(args) -> int:
 def cmd_answer(args) -> int:
     from . import answer
     answer.write()
-    info(f"{answer.README}: the answer table from {answer.CONF}")
+    info(f"{answer.README}: the answer table from {answer.CONF}; "
+         f"{answer.picture()}")
     return 0
 
 

@@ -11,15 +11,18 @@ written into README.md between two markers (`python3 -m lab answer`),
 and a test checks that README's table is the one the reports give.
 """
 import json
+import math
 import re
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import metrics, paths
+from . import figures, metrics, paths
 from .log import LabError
 
 CONF = paths.REPO / "reports" / "answer.conf"
 README = paths.REPO / "README.md"
+PICTURE = paths.REPO / "reports" / "answer.png"
 BEGIN = "<!-- answer: begin, written by `python3 -m lab answer` -->"
 END = "<!-- answer: end -->"
 
@@ -83,37 +86,51 @@ def _ratio(vs: dict) -> str:
     return f"x{r:.0f}" if r >= 10 else f"x{r:.2g}"
 
 
-def cell(analysis: dict, again: dict, variant: str, col: Column) -> str:
+def judge(analysis: dict, again: dict, variant: str, col: Column) -> dict:
+    """One cell: {"text", "score"}; score, for the picture, is log10 of
+    the ratio, positive where the kernel is better, None where there is
+    no verdict (n.s., withheld, a base's own value)."""
     if col.scenario in analysis.get("withheld", {}):
-        return "withheld"
+        return {"text": "withheld", "score": None}
     c = analysis["cells"].get(f"{col.scenario}/{variant}")
     base = analysis["bases"].get(variant)
     if not c or base is None:
-        return "-"
+        return {"text": "-", "score": None}
     if base == variant:
         vals = c["per_boot"].get(col.metric) or \
             c.get("cost", {}).get(col.metric)
         if not vals:
-            return "-"
+            return {"text": "-", "score": None}
         vals = sorted(v for v in vals if v == v)
-        return _value(vals[len(vals) // 2], metrics.get(col.metric).unit)
+        return {"text": _value(vals[len(vals) // 2],
+                               metrics.get(col.metric).unit),
+                "score": None, "base": True}
     vs = c.get("vs_baseline", {}).get(col.metric)    # vs the row's base
     if not vs:
-        return "-"
+        return {"text": "-", "score": None}
     word = _shown(vs)
     if word not in ("lower", "higher"):
-        return word
+        return {"text": word, "score": None}
     good = word == metrics.get(col.metric).better
-    text = f"{'better' if good else 'worse'} {_ratio(vs)}"
+    ratio = vs.get("ratio")
+    size = abs(math.log10(ratio)) if ratio else 2.0
+    out = {"text": f"{'better' if good else 'worse'} {_ratio(vs)}",
+           "score": size if good else -size}
     if again:
         other = again["cells"].get(f"{col.scenario}/{variant}", {}).get(
             "vs_baseline", {}).get(col.metric)
         if other is None or _shown(other) != word:
-            text += " (not repeated)"
-    return text
+            out["text"] += " (not repeated)"
+            out["not_repeated"] = True
+    return out
 
 
-def table(conf: Path = CONF) -> str:
+def cell(analysis: dict, again: dict, variant: str, col: Column) -> str:
+    return judge(analysis, again, variant, col)["text"]
+
+
+def grid(conf: Path = CONF) -> tuple:
+    """(rows, columns, [[judge() per column] per row])."""
     rows, columns = read_conf(conf)
     loaded = {}
 
@@ -121,18 +138,65 @@ def table(conf: Path = CONF) -> str:
         if report and report not in loaded:
             loaded[report] = _analysis(report)
         return loaded.get(report, {})
+    return rows, columns, [[judge(get(c.report), get(c.again), v, c)
+                            for c in columns] for v in rows]
+
+
+def table(conf: Path = CONF) -> str:
+    rows, columns, cells = grid(conf)
     head = "| kernel | " + " | ".join(c.label for c in columns) + " |"
     lines = [head, "|" + "---|" * (len(columns) + 1)]
-    for variant in rows:
-        cells = [cell(get(c.report), get(c.again), variant, c)
-                 for c in columns]
-        lines.append(f"| `{variant}` | " + " | ".join(cells) + " |")
+    for variant, line in zip(rows, cells):
+        lines.append(f"| `{variant}` | " +
+                     " | ".join(x["text"] for x in line) + " |")
     sources = sorted({c.report for c in columns} |
                      {c.again for c in columns if c.again})
     lines += ["", "From " + ", ".join(f"`reports/{r}/`" for r in sources)
               + " (`reports/answer.conf` says which cell comes from "
-              "which)."]
+              "which).", "", f"![The answer as a picture](reports/{PICTURE.name})"]
     return "\n".join(lines) + "\n"
+
+
+def picture(out: Path = None, conf: Path = CONF) -> Path:
+    """The table as a grid: green where a kernel is better than its base,
+    red where worse, the deeper the larger the ratio (log scale, full at
+    100x); grey where no difference is shown; hatched where the second
+    run did not repeat the verdict."""
+    out = out or PICTURE
+    rows, columns, cells = grid(conf)
+    plt = figures.pyplot()
+    fig, ax = plt.subplots(figsize=(2 + 1.25 * len(columns),
+                                    1 + 0.55 * len(rows)))
+    cmap = plt.get_cmap("RdYlGn")
+    for i, line in enumerate(cells):
+        for j, x in enumerate(line):
+            if x["score"] is not None:
+                colour = cmap(0.5 + max(-1.0, min(1.0, x["score"] / 2)) / 2)
+            else:
+                colour = "white" if x.get("base") else "0.88"
+            ax.add_patch(plt.Rectangle((j, i), 1, 1, facecolor=colour,
+                                       edgecolor="white",
+                                       hatch="//" if x.get("not_repeated")
+                                       else None))
+            dark = x["score"] is not None and abs(x["score"]) > 1
+            ax.text(j + 0.5, i + 0.5, x["text"].replace(" (not repeated)",
+                                                         "*").replace(
+                " ", "\n", 1), ha="center", va="center", fontsize=7,
+                color="white" if dark else "black")
+    ax.set_xlim(0, len(columns))
+    ax.set_ylim(len(rows), 0)
+    ax.set_xticks([j + 0.5 for j in range(len(columns))])
+    ax.set_xticklabels([textwrap.fill(c.label, 16) for c in columns],
+                       fontsize=7, rotation=0)
+    ax.xaxis.tick_top()
+    ax.set_yticks([i + 0.5 for i in range(len(rows))])
+    ax.set_yticklabels(rows, fontsize=8)
+    ax.set_title("Each kernel against its base (a base's row: its median)."
+                 "  Green better, red worse, grey n.s.; * not repeated",
+                 fontsize=8, y=-0.08)
+    fig.tight_layout()
+    figures.save(fig, out)
+    return out
 
 
 def current(readme: Path = README) -> str:

@@ -61,3 +61,17 @@ def test_a_verdict_the_second_run_does_not_give_is_marked():
         "better x0.02 (not repeated)"
     withheld = dict(first, withheld={"s": "null control"})
     assert answer.cell(withheld, {}, "mine", col) == "withheld"
+
+
+def test_the_picture_is_drawn_from_the_same_cells(tmp_path):
+    out = answer.picture(tmp_path / "answer.png")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "reports/answer.png" in answer.table()
+    assert answer.PICTURE.is_file()
+    rows, columns, cells = answer.grid()
+    assert len(cells) == len(rows) and all(len(x) == len(columns)
+                                           for x in cells)
+    # a better verdict scores above 0, a worse one below, n.s. none
+    scored = [x for line in cells for x in line if x["score"] is not None]
+    assert all((x["score"] > 0) == x["text"].startswith("better")
+               for x in scored)
