@@ -742,6 +742,46 @@ def _cost_rows(a: dict, scen: str) -> list:
     return out
 
 
+def histograms(runs: list, a: dict, out: Path, colors: dict) -> list:
+    """The latency histogram as the OSADL QA farm draws it: samples per
+    1 us bin on a log scale over latency, one line per kernel (its boots
+    pooled: a picture, not a test), one panel per scenario."""
+    plt = figures.pyplot()
+    scens = [s for s in a["scenarios"] if any(
+        r["status"] == "ok" and r["scenario"] == s and r["histogram"]
+        for r in runs)]
+    if not scens:
+        return []
+    cols = min(3, len(scens))
+    rows = -(-len(scens) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 2.6 * rows),
+                             squeeze=False)
+    for ax, scen in zip(axes.flat, scens):
+        for var in a["variants"]:
+            pooled = defaultdict(int)
+            for r in runs:
+                if r["status"] == "ok" and r["scenario"] == scen and \
+                        r["variant"] == var:
+                    for k, n in r["histogram"].items():
+                        pooled[int(k)] += n
+            if pooled:
+                keys = sorted(pooled)
+                ax.step(keys, [pooled[k] for k in keys], where="mid",
+                        color=colors[var], lw=0.8, label=var)
+        ax.set_yscale("log")
+        ax.set_title(scen, fontsize=9)
+        ax.set_xlabel("latency (us)", fontsize=8)
+        ax.set_ylabel("samples", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.grid(True, alpha=0.3)
+    for ax in list(axes.flat)[len(scens):]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=7)
+    fig.tight_layout()
+    figures.save(fig, out / "histograms.png")
+    return ["histograms.png"]
+
+
 def plots(runs: list, a: dict, out: Path) -> list:
     plt = figures.pyplot()
 
@@ -780,6 +820,7 @@ def plots(runs: list, a: dict, out: Path) -> list:
         figures.save(fig, out / name)
         made.append(name)
 
+    made += histograms(runs, a, out, colors)
     if not a["cells"]:
         return made
     fig, axes = plt.subplots(2, 1, figsize=(9, 7))
@@ -898,6 +939,9 @@ def markdown(text: str, images: list, command: str,
     md += ["## Tail latency per boot", "", "![p99 and max](tails.png)", ""]
     md += ["## Share of samples above a latency, per boot", ""]
     md += [f"![{i}]({i})" for i in images if i.startswith("survival-")]
+    if "histograms.png" in images:
+        md += ["", "## Latency histograms (OSADL's form: 1 us bins, boots "
+               "pooled)", "", "![histograms](histograms.png)"]
     if timelines:
         md += ["", "## Worst cases, from traces", "",
                "Each variant's worst captured sample per scenario: one row "

@@ -206,9 +206,11 @@ def test_report_from_run_folders(tmp_path):
     assert data["boot_values"]["p99"] == \
         a["cells"]["long/better"]["per_boot"]["p99"][2]
     assert len(list((out / "data").glob("*-boot*.json.gz"))) == 30
-    for png in ("tails.png", "survival-idle.png", "survival-long.png"):
+    for png in ("tails.png", "survival-idle.png", "survival-long.png",
+                "histograms.png"):
         assert (out / png).stat().st_size > 1000
     assert "![p99 and max](tails.png)" in (out / "report.md").read_text()
+    assert "![histograms](histograms.png)" in md
 
 
 def test_withheld_when_the_traces_blame_the_emulator():
