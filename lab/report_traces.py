@@ -23,11 +23,17 @@ def analyse(runs: list) -> dict:
                               "traced": [], "wakeups": 0, "over": 0,
                               "causes": {}, "mismatched": [], "lost": [],
                               "timerlat": [], "agreed": 0,
-                              "softirqs": []})
+                              "softirqs": [], "outside": [],
+                              "boot_p99": {}})
         c["untraced"].append(r["histogram"])
         if "timerlat" in r:
             c["timerlat"].append(dict(r["timerlat"], boot=r["boot"]))
         c["traced"].append(r["traced_histogram"])
+        # the same boot's measured and traced p99: an explanation from a
+        # traced run that differs much explains another run
+        c["boot_p99"][r["boot"]] = [
+            stats.quantile(stats.pooled([h]), 0.99)
+            for h in (r["histogram"], r["traced_histogram"])]
         t = r["trace"]
         if "error" in t:
             c["errors"].append(f"boot {r['boot']}: {t['error']}")
@@ -42,6 +48,10 @@ def analyse(runs: list) -> dict:
                                    f"{t['agreement']['why']}")
             continue
         c["agreed"] += "agreement" in t
+        if "agreement" in t and "pairs" in t["agreement"]:
+            c["outside"].append((t["agreement"]["pairs"] -
+                                 t["agreement"]["inside"],
+                                 t["agreement"]["pairs"]))
         c["wakeups"] += t["wakeups"]
         c["over_us"] = t["over_us"]
         c["over"] += t["over"]
@@ -63,7 +73,8 @@ def analyse(runs: list) -> dict:
                                   key=lambda kv: -kv[1])),
             "errors": c["errors"], "mismatched": c["mismatched"],
             "lost": c["lost"], "timerlat": c["timerlat"],
-            "agreed": c["agreed"],
+            "agreed": c["agreed"], "outside": c["outside"],
+            "boot_p99": c["boot_p99"],
             "softirqs": mean_accounting(c["softirqs"]),
             "overhead": {"boots": len(c["untraced"]),
                          "median_us": med, "p99_us": p99,
@@ -242,15 +253,41 @@ def rtla_agreement(t: dict) -> tuple:
     return agree, both
 
 
+CHANGED = 2.0       # traced p99 this many times off: another run
+
+
+def traced_from(c: dict, boot: int) -> str:
+    """Which run an explanation comes from, and whether tracing changed
+    it: the boot's traced p99 beside its measured one."""
+    measured, traced = c.get("boot_p99", {}).get(boot, (None, None))
+    text = f"boot {boot}, trace phase"
+    if not measured or not traced:
+        return text
+    text += (f", p99 {fmt_us(traced)} traced against {fmt_us(measured)} "
+             f"measured")
+    if not 1 / CHANGED <= traced / measured <= CHANGED:
+        text += ": from a run the trace changed"
+    return text
+
+
 def agreement_line(t: dict) -> list:
     """How many traced runs passed the check against cyclictest."""
     agreed = sum(c["agreed"] for c in t.values())
     failed = sum(len(c["mismatched"]) for c in t.values())
     if not agreed + failed:
         return []
+    outside = [o for c in t.values() for o in c.get("outside", [])]
+    some = [o for o in outside if o[0]]
+    counts = (f"; {len(outside) - len(some)} of them with every sample "
+              f"inside its window, {len(some)} with "
+              f"{min(o[0] for o in some)}-{max(o[0] for o in some)} "
+              f"outside ({sum(o[0] for o in some)} of "
+              f"{sum(o[1] for o in some)} samples)" if some else
+              f"; every sample of each inside its window" if outside
+              else "")
     return _wrap(
-        f"Traces agree with cyclictest sample for sample in {agreed} of "
-        f"{agreed + failed} traced runs (windows number the samples "
+        f"Traces agree with cyclictest in {agreed} of "
+        f"{agreed + failed} traced runs{counts} (windows number the samples "
         f"within 2%; {trace.AGREE_SHARE:.0%} of samples inside their "
         f"window, from the switch-in to the next sleep, +-"
         f"{trace.AGREE_US} us for each vCPU beside the thread's, one "
@@ -293,8 +330,8 @@ def text(t: dict, variants: list, scenarios: list) -> list:
                              "    ")
             for x in c["worst"]:
                 out += _wrap(f"  {x['latency_us']} us: "
-                             f"{x['cause']}; {trace.placement(x)}",
-                             "    ")
+                             f"{x['cause']}; {trace.placement(x)}; "
+                             f"{traced_from(c, x['boot'])}", "    ")
             for r in c["timerlat"]:
                 out += _wrap(f"  rtla timerlat --aa-only (threads pinned, one "
                              f"per CPU): {rtla_text(r)}", "    ")

@@ -7,8 +7,22 @@ def test_the_report_counts_traced_runs_that_agree():
          "fs/b": {"agreed": 1, "mismatched": ["boot 2: 5 windows, 9 "
                                               "samples"]}}
     line = " ".join(report_traces.agreement_line(t))
-    assert line.startswith("Traces agree with cyclictest sample for sample "
-                           "in 3 of 4 traced runs")
+    assert line.startswith("Traces agree with cyclictest in 3 of 4 traced "
+                           "runs (windows")
+    # exact counts of the samples outside their windows
+    t["fs/a"]["outside"] = [(0, 900), (3, 1000)]
+    t["fs/b"]["outside"] = [(8, 500)]
+    line = " ".join(x.strip() for x in report_traces.agreement_line(t))
+    assert "in 3 of 4 traced runs; 1 of them with every sample inside " \
+        "its window, 2 with 3-8 outside (11 of 1500 samples)" in line
+
+
+def test_an_explanation_names_its_boot_and_whether_tracing_changed_it():
+    c = {"boot_p99": {1: [32.0, 77.0], 2: [40.0, 44.0]}}
+    assert report_traces.traced_from(c, 2) == \
+        "boot 2, trace phase, p99 44 traced against 40 measured"
+    assert report_traces.traced_from(c, 1).endswith(
+        "p99 77 traced against 32 measured: from a run the trace changed")
     assert report_traces.agreement_line({"fs/a": {"agreed": 0,
                                                   "mismatched": []}}) == []
 
