@@ -543,9 +543,15 @@ def effect(vs: dict) -> str:
     return f"x{vs['ratio']:.2f}"
 
 
-def _verdict_word(vs) -> str:
+def _verdict_word(vs, detail: bool = False) -> str:
+    """The verdict as printed; with `detail`, an n.s. that the test found
+    but the effect rules did not count says so ("n.s. (lower x0.83,
+    under 1.5x)"): detected, not a finding."""
     if not vs:
         return ""
+    if detail and vs["shown"] == "n.s." and vs.get("under"):
+        return (f"n.s. ({vs['direction']} {effect(vs)}, under "
+                f"{vs['under']})")
     if vs["shown"] == "not enough boots":
         n, base = vs["boots"]
         return f"too few ({n})" if n < stats.MIN_BOOTS else \
@@ -564,8 +570,10 @@ def _bases_text(a: dict) -> str:
                      for b, vs in sorted(per.items())) or "none compared"
 
 
-# shown beside a scenario's lead metric where it is not p99
-TAIL_METRICS = ("p99", "p99.9", "p99.99")
+# shown beside a scenario's lead metric where it is not p99: the other
+# tail quantiles, and the share of samples over 1 ms (a maximum is one
+# sample; the share counts all the millisecond ones)
+TAIL_METRICS = ("p99", "p99.9", "p99.99", "over_1ms")
 
 
 def _beside_lead(a: dict, scen: str, var: str) -> list:
@@ -581,8 +589,9 @@ def _beside_lead(a: dict, scen: str, var: str) -> list:
         med = _median(c["per_boot"].get(m, []))
         if med != med:
             continue
-        word = _verdict_word(c.get("vs_baseline", {}).get(m))
-        parts.append(f"{m} {fmt_us(med)}" + (f" {word}" if word else ""))
+        word = _verdict_word(c.get("vs_baseline", {}).get(m), detail=True)
+        value = f"{100 * med:.3f}%" if m == "over_1ms" else fmt_us(med)
+        parts.append(f"{m} {value}" + (f" {word}" if word else ""))
     return _wrap(f"{var}: " + "; ".join(parts) + ".", "    ") if parts \
         else []
 
@@ -735,7 +744,7 @@ def _cost_rows(a: dict, scen: str) -> list:
             if v != v:
                 continue
             vs = c.get("vs_baseline", {}).get(m)
-            word = f" {_verdict_word(vs)}" if vs and \
+            word = f" {_verdict_word(vs, detail=True)}" if vs and \
                 scen not in a["withheld"] else ""
             parts.append(f"{m} {v:.3g}{word}")
         out += _wrap(f"{var}: " + ", ".join(parts), "  ")

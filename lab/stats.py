@@ -174,8 +174,8 @@ def compare(variant: list, base: list, better: str = "lower",
     verdict: "lower", "higher" (than baseline), "n.s." or "not enough
     boots"; whether lower is good is the metric's own (better).  `floor`:
     the smallest shift that counts (the metric's min_effect).  A
-    significant shift too small to count is "n.s." with `under` saying
-    which bound it missed.  ratio is None where the base's median is 0.
+    significant shift too small to count is "n.s." with `direction` and
+    `under`, the bounds it missed.  ratio is None where the base's median is 0.
     """
     v, b = np.asarray(variant, float), np.asarray(base, float)
     v, b = v[~np.isnan(v)], b[~np.isnan(b)]
@@ -197,9 +197,9 @@ def compare(variant: list, base: list, better: str = "lower",
     direction = "lower" if shift < 0 and p_lower < p_higher else \
         "higher" if shift > 0 and p_higher < p_lower else ""
     if p < ALPHA and direction:
-        if under:
-            out["under"] = f"{direction} at p < {ALPHA}, under " + \
-                ", ".join(under)
+        if under:       # significant, too small to count: said, not shown
+            out["under"] = ", ".join(under)
+            out["direction"] = direction
         else:
             verdict = direction
     return dict(out, median=[med_v, med_b], ratio=ratio, shift=shift,

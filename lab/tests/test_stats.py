@@ -135,7 +135,10 @@ def test_a_significant_shift_under_the_ratio_is_no_finding():
     var = [80, 81, 79, 80, 82]                 # 0.8x, far beyond spread
     c = stats.compare(var, base)
     assert c["verdict"] == "n.s." and c["p"] < stats.ALPHA
-    assert c["under"] == "lower at p < 0.01, under 1.5x"
+    assert (c["direction"], c["under"]) == ("lower", "1.5x")
+    from lab import report
+    assert report._verdict_word(dict(c, shown="n.s."), detail=True) == \
+        "n.s. (lower x0.80, under 1.5x)"
 
 
 def test_a_shift_under_the_metrics_floor_gets_no_verdict():
