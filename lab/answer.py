@@ -67,6 +67,8 @@ def _analysis(report: str) -> dict:
 
 
 def _value(v: float, unit: str) -> str:
+    if unit == "share":
+        return f"{100 * v:.3g}%"
     if unit == "us":
         return f"{v / 1000:.1f} ms" if v >= 1000 else f"{v:.0f} us"
     return f"{v:.3g} {unit}".replace("percent", "%")
@@ -83,6 +85,8 @@ def _ratio(vs: dict) -> str:
     r = vs.get("ratio")
     if r is None:                       # the base's median is 0
         return f"{vs['median'][0] - vs['median'][1]:+.3g} (base 0)"
+    if r == 0:
+        return "to 0"
     return f"x{r:.0f}" if r >= 10 else f"x{r:.2g}"
 
 
@@ -149,12 +153,24 @@ def table(conf: Path = CONF) -> str:
     for variant, line in zip(rows, cells):
         lines.append(f"| `{variant}` | " +
                      " | ".join(x["text"] for x in line) + " |")
+    lines.append("| repeated by | " + " | ".join(
+        f"`{c.again}`" if c.again else "- (one run)" for c in columns) +
+        " |")
     sources = sorted({c.report for c in columns} |
                      {c.again for c in columns if c.again})
-    lines += ["", "From " + ", ".join(f"`reports/{r}/`" for r in sources)
-              + " (`reports/answer.conf` says which cell comes from "
-              "which).", "", f"![The answer as a picture](reports/{PICTURE.name})"]
+    lines += ["", "From (`reports/answer.conf` says which cell comes from "
+              "which): " + "; ".join(f"`reports/{r}/` ({_test(r)})"
+                                     for r in sources) + ".", "",
+              f"![The answer as a picture](reports/{PICTURE.name})"]
     return "\n".join(lines) + "\n"
+
+
+def _test(report: str) -> str:
+    """The statistics a report's verdicts were made with."""
+    if "family_size" in _analysis(report):
+        return "two-sided rank test, p < 0.01 and Benjamini-Hochberg q < 0.05"
+    return ("one-sided rank test, p < 0.01, no false-discovery "
+            "adjustment: made before the lab's two-sided test")
 
 
 def picture(out: Path = None, conf: Path = CONF) -> Path:

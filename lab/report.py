@@ -592,8 +592,9 @@ def _beside_lead(a: dict, scen: str, var: str) -> list:
         word = _verdict_word(c.get("vs_baseline", {}).get(m), detail=True)
         value = f"{100 * med:.3f}%" if m == "over_1ms" else fmt_us(med)
         parts.append(f"{m} {value}" + (f" {word}" if word else ""))
-    return _wrap(f"{var}: " + "; ".join(parts) + ".", "    ") if parts \
-        else []
+    line = f"{var}: " + "; ".join(parts)
+    return _wrap(line if line.endswith(".") else line + ".", "    ") \
+        if parts else []
 
 
 def _p_and_q(cmp: dict) -> str:
