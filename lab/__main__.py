@@ -159,9 +159,30 @@ def cmd_answer(args) -> int:
     return 0
 
 
-def cmd_replicate(args) -> int:
+def _report_of(name: str, tmp: Path) -> str:
+    """A report folder for `name`: a report itself, or the report of a
+    results folder (build/results...), written into tmp."""
     from . import replicate
-    text = replicate.text(args.a, args.b)
+    try:
+        return str(replicate.report_folder(name))
+    except LabError:
+        root = Path(name)
+        if not any(root.glob("*/*/boot-*/run.json")):
+            raise
+    out = tmp / root.resolve().name
+    info(f"{root}: a results folder; its report first, into {out}")
+    descriptions, busy, lead = _scenario_facts()
+    report.write(root, out, descriptions, f"python3 -m lab compare "
+                 f"--results {root}", busy=busy, lead=lead)
+    return str(out)
+
+
+def cmd_replicate(args) -> int:
+    import tempfile
+    from . import replicate
+    with tempfile.TemporaryDirectory() as tmp:
+        text = replicate.text(_report_of(args.a, Path(tmp) / "a"),
+                              _report_of(args.b, Path(tmp) / "b"))
     if args.out:
         Path(args.out).write_text(text)
         info(f"written to {args.out}")
@@ -174,12 +195,18 @@ def cmd_reports_index(args) -> int:
     return 0
 
 
+def _scenario_facts() -> tuple:
+    """(descriptions, both-busy scenarios, lead metrics) of every
+    scenario: what a report needs from the scenario files."""
+    every = scenario.discover()
+    return ({s.name: s.description for s in every},
+            {s.name for s in every if s.both_busy},
+            {s.name: s.lead for s in every})
+
+
 def _report(args, root, names, scens) -> int:
     out = Path(args.out) if args.out else report.default_folder(args.name)
-    every = scenario.discover()
-    descriptions = {s.name: s.description for s in every}
-    busy = {s.name for s in every if s.both_busy}
-    lead = {s.name: s.lead for s in every}
+    descriptions, busy, lead = _scenario_facts()
     command = _command(args, "variants", "scenarios", "boots", "jobs",
                        "results", "name")
     report.write(root, out, descriptions, command, names, scens, busy, lead)
@@ -312,9 +339,11 @@ def parse_args(argv):
         "agree", description="Say what differs in how two reports were "
         "made (plan, scenarios, kernels, initramfs, QEMU, setting, guest "
         "size; lab commit and host CPU as notes), whether they are a "
-        "repeat, and which of the comparisons both print agree.")
-    rp.add_argument("a", help="report folder, or its name under reports/")
-    rp.add_argument("b", help="the other report")
+        "repeat, and which of the comparisons both print agree.  A "
+        "results folder is first made into a report.")
+    rp.add_argument("a", help="report folder, its name under reports/, or "
+                    "a results folder (build/results...)")
+    rp.add_argument("b", help="the other report or results folder")
     rp.add_argument("--out", default="", help="also write the text here")
     rp.set_defaults(func=cmd_replicate)
     ri = sub.add_parser(

@@ -84,3 +84,22 @@ def test_a_new_report_finds_the_earlier_ones_that_it_repeats(
     new = report(reports / "2026-01-03-b", [run("mine", 1, seed=2)],
                  "lower")
     assert replicate.earlier_repeats(new) == [first]
+
+
+def test_two_results_folders_are_made_into_reports_and_compared(
+        tmp_path, capsys):
+    from lab.__main__ import main
+    from lab.tests.test_matrix_report import fake_run
+    for root in ("a", "b"):
+        for boot in range(1, 6):
+            fake_run(tmp_path / root, "baseline", "long", boot, 1000, 5000,
+                     seed=boot)
+            fake_run(tmp_path / root, "better", "long", boot, 60, 400,
+                     seed=10 + boot)
+    assert main(["replicate", str(tmp_path / "a"), str(tmp_path / "b")]) \
+        == 0
+    out = capsys.readouterr().out
+    assert "Runs of the same cell and boot in both: 10" in out
+    assert "comparisons agree (100.0%)" in out
+    assert main(["replicate", str(tmp_path / "a"),
+                 str(tmp_path / "nothing")]) == 2
