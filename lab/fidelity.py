@@ -18,7 +18,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from . import (build, matrix, metrics, paths, qemu, qemubuild, report,
+from . import (analysis, build, matrix, metrics, paths, qemu, qemubuild,
                results, stats, store)
 from .log import info, warn
 from .runners import local
@@ -73,7 +73,7 @@ def _row(setting: str, scen: str, var: str, runs: list) -> dict:
         p99_spread_us=max(per_boot_p99) - min(per_boot_p99),
         over_1ms=statistics.median(per_boot["over_1ms"]),
         run_seconds=statistics.median(r["seconds"] for r in ok))
-    probe = report.probe_summary(ok)
+    probe = analysis.probe_summary(ok)
     if probe:
         row["probe"] = probe
     return row

@@ -283,7 +283,7 @@ def agreement_line(t: dict) -> list:
               f"{min(o[0] for o in some)}-{max(o[0] for o in some)} "
               f"outside ({sum(o[0] for o in some)} of "
               f"{sum(o[1] for o in some)} samples)" if some else
-              f"; every sample of each inside its window" if outside
+              "; every sample of each inside its window" if outside
               else "")
     return _wrap(
         f"Traces agree with cyclictest in {agreed} of "

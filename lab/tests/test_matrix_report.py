@@ -7,8 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from lab import (accelerator, matrix, report, results, runfolder, store,
-                 variants)
+from lab import (accelerator, analysis, matrix, report, report_text, results,
+                 runfolder, store, variants)
+from lab.log import LabError
 from lab.runners import local
 from lab.scenario import Scenario
 
@@ -217,28 +218,28 @@ def test_withheld_when_the_traces_blame_the_emulator():
     traces = {"busy/better": {"worst": [{"emulator": True},
                                         {"emulator": True},
                                         {"emulator": False}]}}
-    why = report.emulator_blamed(traces, "busy", ["baseline", "better"])
+    why = analysis.emulator_blamed(traces, "busy", ["baseline", "better"])
     assert why.startswith("emulator: 2 of better's 3 worst")
-    assert report.emulator_blamed(traces, "idle", ["better"]) == ""
+    assert analysis.emulator_blamed(traces, "idle", ["better"]) == ""
     # a trace that does not match cyclictest only loses its causes
     traces["fs/better"] = {"worst": [], "mismatched": [
         "boot 1: 5604 windows against 7741 samples"]}
-    assert report.emulator_blamed(traces, "fs", ["better"]) == ""
+    assert analysis.emulator_blamed(traces, "fs", ["better"]) == ""
     # both vCPUs busy: the null control's measured latency decides
     null = {"null-hog": [9206, 10929, 10933, 17368, 26022]}
-    assert report.emulator_blamed(traces, "fs", ["better"], True, null) == \
+    assert analysis.emulator_blamed(traces, "fs", ["better"], True, null) == \
         "emulator: every vCPU busy, and the null control null-hog (no " \
         "softirq load) has p99 9206-26022 us on baseline"
-    assert report.emulator_blamed(traces, "fs", ["better"], True,
+    assert analysis.emulator_blamed(traces, "fs", ["better"], True,
                                   {"null-hog": [30, 31, 45]}) == ""
     cmp = {"verdict": "lower", "p_lower": 0.004, "p_higher": 1,
            "shift": -100, "spread": 10}
-    assert report.shown_verdict(cmp, why) == "withheld"
-    assert report.shown_verdict(cmp, "") == "lower"
+    assert analysis.shown_verdict(cmp, why) == "withheld"
+    assert analysis.shown_verdict(cmp, "") == "lower"
 
 
 def test_compare_without_results_is_a_clear_error(tmp_path):
-    with pytest.raises(report.LabError, match="no finished runs under"):
+    with pytest.raises(LabError, match="no finished runs under"):
         report.write(tmp_path, tmp_path / "rep", {}, "make compare")
 
 
@@ -446,7 +447,7 @@ def test_a_lone_finding_among_many_comparisons_is_withheld(tmp_path):
 
 
 def _median_p99(a, var):
-    return report._median(a["cells"][f"long/{var}"]["per_boot"]["p99"])
+    return analysis._median(a["cells"][f"long/{var}"]["per_boot"]["p99"])
 
 
 def test_report_when_every_boot_of_a_cell_is_left_out(tmp_path):
@@ -487,7 +488,7 @@ def test_a_long_variant_name_keeps_the_table_aligned():
                          "over_1ms": [0.06], "missed": [0.2]}}
     a = {"variants": ["baseline", "stultz-placement"],
          "cells": {"s/baseline": cell, "s/stultz-placement": cell}}
-    rows = report._cell_rows(a, "s")
+    rows = report_text._cell_rows(a, "s")
     assert all(len(r) <= 72 for r in rows), rows
     assert rows[1].startswith("  baseline         4215")
     assert rows[2].startswith("  stultz-placement 4215")
@@ -500,7 +501,7 @@ def test_a_long_verdict_keeps_every_row_aligned():
     long = {**cell, "vs_baseline": {"p99": {"shown": "withheld (spread)"}}}
     a = {"variants": ["baseline", "stultz-placement"],
          "cells": {"s/baseline": cell, "s/stultz-placement": long}}
-    rows = report._cell_rows(a, "s")
+    rows = report_text._cell_rows(a, "s")
     assert rows[2].endswith("withheld (spread)"), rows
     assert rows[1].index("0.0%") == rows[2].index("0.0%"), rows
 
@@ -573,15 +574,14 @@ def test_a_long_summary_counts_instead_of_listing():
          "cells": cells, "withheld": {}, "bases": {}}
     run = {"accel": "tcg", "qemu": {"accel": {"name": "icount-3-slice20",
                                               "args": []}}}
-    out = report._summary([run], a)
-    assert len(out) <= report.SUMMARY_LINES
+    out = report_text._summary([run], a)
+    assert len(out) <= report_text.SUMMARY_LINES
     assert "in 24 comparisons, marked lower or higher below." in " ".join(
         x.strip() for x in out), out
 
 
 def test_the_setup_names_each_kernels_preemption_from_its_banner(
         tmp_path):
-    from lab import report
     banner = ("[    0.000000] Linux version 6.12.118-{v} (lab@x) (gcc 12.2.0)"
               " #1 SMP {model} 2000-01-01\n")
     runs = []
@@ -593,15 +593,15 @@ def test_the_setup_names_each_kernels_preemption_from_its_banner(
         (d / "console.log").write_text("early\n" + banner.format(
             v=v, model=model))
         runs.append({"variant": v, "preemption": results.preemption(d)})
-    assert report.kernel_setup(runs[:1]) == \
+    assert report_text.kernel_setup(runs[:1]) == \
         "HZ=250, full preemption (CONFIG_PREEMPT)"
-    assert report.kernel_setup(runs) == \
+    assert report_text.kernel_setup(runs) == \
         "HZ=250, full preemption (CONFIG_PREEMPT), PREEMPT_RT for " \
         "preempt-rt-6.12"
     # a run without a banner (failed, or LAVA's) does not hide the others'
     missing = [{"variant": "mainline-6.12", "preemption": None}]
-    assert report.kernel_setup(missing + runs) == report.kernel_setup(runs)
-    assert report.kernel_setup(missing) == "HZ=250, not in the boot log"
+    assert report_text.kernel_setup(missing + runs) == report_text.kernel_setup(runs)
+    assert report_text.kernel_setup(missing) == "HZ=250, not in the boot log"
     (tmp_path / "console.log").write_text(
         "Linux version 6.1.192-x (lab@x) (gcc 12.2.0) #1 SMP 2000-01-01\n")
     assert results.preemption(tmp_path) == ""

@@ -136,8 +136,8 @@ def test_a_significant_shift_under_the_ratio_is_no_finding():
     c = stats.compare(var, base)
     assert c["verdict"] == "n.s." and c["p"] < stats.ALPHA
     assert (c["direction"], c["under"]) == ("lower", "1.5x")
-    from lab import report
-    assert report._verdict_word(dict(c, shown="n.s."), detail=True) == \
+    from lab import report_text
+    assert report_text._verdict_word(dict(c, shown="n.s."), detail=True) == \
         "n.s. (lower x0.80, under 1.5x)"
 
 
@@ -159,8 +159,8 @@ def test_a_zero_base_gives_a_difference_never_a_ratio():
     var = [3, 4, 3, 5, 4]
     c = stats.compare(var, base, "lower", floor=0.5)
     assert c["ratio"] is None and c["verdict"] == "higher"
-    from lab import report
-    assert report.effect(c) == "+4 (base 0)"
+    from lab import report_text
+    assert report_text.effect(c) == "+4 (base 0)"
     assert stats.compare(var, base, "lower", floor=10)["verdict"] == "n.s."
 
 
