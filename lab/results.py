@@ -7,8 +7,8 @@ import json
 import re
 from pathlib import Path
 
-from . import (cyclictest, metrics, runfolder, stats, store, timerlat,
-               trace)
+from . import (cyclictest, metrics, runfolder, settings, stats, store,
+               timerlat, trace)
 from .log import LabError
 
 VECTORS = trace.VECTORS          # softirq vectors, /proc/softirqs order
@@ -274,11 +274,11 @@ def summarize(run_dir: Path) -> dict:
 def stall_limit(accel: dict) -> float:
     """The hard-irq length over which the run's emulation, not the
     kernel, held the vCPU (lab/settings.py); runs recorded before
-    run.json said: none in the lab's QEMU, trace.STALL_US in Debian's."""
+    run.json said: none in the lab's QEMU, settings.STALL_US in Debian's."""
     if "stall_us" in accel:
         return float("inf") if accel["stall_us"] is None \
             else accel["stall_us"]
-    return float("inf") if accel.get("emulator") else trace.STALL_US
+    return float("inf") if accel.get("emulator") else settings.STALL_US
 
 
 def latency(run_dir: Path, stem: str, ct: dict) -> dict:

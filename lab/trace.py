@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .log import LabError
+from .settings import STALL_US
 
 # Softirq vectors in kernel (and /proc/softirqs) order.
 VECTORS = ["HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL",
@@ -47,10 +48,6 @@ SWITCH = re.compile(r"(?P<prev_comm>.+?):(?P<prev_pid>\d+) \[-?\d+\] "
 # (local timer, reschedule and function-call IPIs).
 HARD_IRQS = ("irq_handler", "local_timer", "reschedule",
              "call_function_single")
-# A hard irq longer than this is a vCPU the emulator did not run, under
-# Debian's QEMU: the settings that can stall declare it (lab/settings.py),
-# and runs recorded before run.json said so were all in that QEMU.
-STALL_US = 500
 STALLED = "vCPU stalled in an interrupt"
 # Shares that mean the emulator did not run the vCPU (see _cause); "no
 # activity" may also be a kernel running with interrupts off.

@@ -55,6 +55,36 @@ def test_runners_import_nothing_from_the_matrix():
             assert "lab.matrix" not in deps, name
 
 
+# The pipeline's stages, in order (lab/README.md): a module imports only
+# from its own stage or an earlier one, never from a later one.  Every
+# module has its place here, so a new one must be given one.
+STAGES = {
+    "base": "log paths store cores textfmt figures kconfig variants metrics "
+            "stats predictions",
+    "build": "source build qemubuild rtlabuild initramfs guestbuild series",
+    "run": "qemu hangdump settings scenario accelerator runfolder boot "
+           "nicload health matrix runners runners.local runners.lava "
+           "runners.lava.client runners.lava.collect runners.lava.jobs "
+           "runners.lava.local runners.lava.runner runners.lava.tool",
+    "analyse": "cyclictest timerlat trace traceview results analysis "
+               "replicate",
+    "report": "report_traces report_sweeps report_text report_plots report "
+              "answer report_index mail",
+    "command": "__main__ fidelity",
+}
+
+
+def test_no_stage_imports_from_a_later_one():
+    order = {f"lab.{m}": i for i, mods in enumerate(STAGES.values())
+             for m in mods.split()}
+    graph = imports()
+    unplaced = sorted(set(graph) - set(order) - {"lab"})
+    assert not unplaced, f"give each a stage in STAGES: {unplaced}"
+    late = [(m, d) for m, deps in graph.items() if m in order
+            for d in deps if order.get(d, 0) > order[m]]
+    assert not late, late
+
+
 def test_runners_are_found_by_their_place():
     assert runners.names() == ["lava", "local"]
     for name in runners.names():
