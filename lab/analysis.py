@@ -224,6 +224,15 @@ def _compare(metric: str, variant: list, base: list) -> dict:
     return stats.compare(variant, base, m.better, m.min_effect)
 
 
+def published_verdict(vs: dict) -> str:
+    """A published comparison's verdict as read today: the one its report
+    printed, and "small" verdicts (reports before 2026-12-05's floors)
+    as n.s.: they did not repeat between two runs of the default
+    matrix."""
+    word = vs.get("shown", vs.get("verdict", ""))
+    return "n.s." if word.startswith("small ") else word
+
+
 def shown_verdict(cmp: dict, withheld_reason) -> str:
     """The verdict the report prints: the test's, unless withheld."""
     if withheld_reason:

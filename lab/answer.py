@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import figures, metrics, paths
+from .analysis import published_verdict
 from .log import LabError
 
 CONF = paths.REPO / "reports" / "answer.conf"
@@ -74,13 +75,6 @@ def _value(v: float, unit: str) -> str:
     return f"{v:.3g} {unit}".replace("percent", "%")
 
 
-def _shown(vs: dict) -> str:
-    """The verdict as a report prints it; "small" ones are not shown
-    (they did not repeat between two runs of the default matrix)."""
-    word = vs.get("shown", vs["verdict"])
-    return "n.s." if word.startswith("small ") else word
-
-
 def _ratio(vs: dict) -> str:
     r = vs.get("ratio")
     if r is None:                       # the base's median is 0
@@ -112,7 +106,7 @@ def judge(analysis: dict, again: dict, variant: str, col: Column) -> dict:
     vs = c.get("vs_baseline", {}).get(col.metric)    # vs the row's base
     if not vs:
         return {"text": "-", "score": None}
-    word = _shown(vs)
+    word = published_verdict(vs)
     if word not in ("lower", "higher"):
         return {"text": word, "score": None}
     good = word == metrics.get(col.metric).better
@@ -123,7 +117,7 @@ def judge(analysis: dict, again: dict, variant: str, col: Column) -> dict:
     if again:
         other = again["cells"].get(f"{col.scenario}/{variant}", {}).get(
             "vs_baseline", {}).get(col.metric)
-        if other is None or _shown(other) != word:
+        if other is None or published_verdict(other) != word:
             out["text"] += " (not repeated)"
             out["not_repeated"] = True
     return out

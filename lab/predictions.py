@@ -27,8 +27,8 @@ def load(path: Path = FILE) -> dict:
 def outcome(expected: str, verdict: str) -> str:
     """What a comparison's verdict says of a prediction.
 
-    confirmed: the predicted direction was found; refuted: the opposite direction, or a difference
-    where none was predicted; not shown: no difference found where one
+    confirmed: the predicted direction was found; refuted: the opposite
+    direction, or a difference where none was predicted; not shown: no difference found where one
     was predicted; consistent: no difference found where none was
     predicted (not proof of sameness with 5 boots); untested: withheld
     or too few boots.

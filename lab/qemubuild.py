@@ -2,8 +2,8 @@
 
 QEMU 7.2 runs a 2-vCPU icount guest round-robin on one host thread and
 lets one busy vCPU stand still the other for milliseconds
-(lab/docs/fidelity.md).  The fix is two small QEMU patches.  They are applied to
-the source of the very package installed here (`apt-get source` through
+(lab/docs/fidelity.md).  The fix is two small QEMU patches.  They are
+applied to the source of the very package installed here (`apt-get source` through
 a private apt configuration, so the system's own is not touched, and
 `dpkg-source -x`, which applies Debian's own patches first), and the
 binary is built once into cache/qemu/<hash>/, keyed by that source

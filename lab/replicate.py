@@ -21,6 +21,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from . import paths
+from .analysis import published_verdict
 from .log import LabError
 
 # plan parameters that differ between boots by design
@@ -100,11 +101,6 @@ def differences(a: dict, b: dict) -> dict:
     return dict(out)
 
 
-def _shown(vs: dict) -> str:
-    word = vs.get("shown", vs.get("verdict", ""))
-    return "n.s." if word.startswith("small ") else word
-
-
 def verdicts(a: dict, b: dict) -> list:
     """(cell key, metric, A's verdict, B's verdict) for every comparison
     both reports print: the lead metric and every cost metric."""
@@ -118,7 +114,8 @@ def verdicts(a: dict, b: dict) -> list:
                                 a["cells"][key].get("cost", {}))
         for m in names:
             if m in va and m in vb:
-                out.append((key, m, _shown(va[m]), _shown(vb[m])))
+                out.append((key, m, published_verdict(va[m]),
+                            published_verdict(vb[m])))
     return out
 
 
