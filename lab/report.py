@@ -139,7 +139,8 @@ def write(root: Path, out: Path, descriptions: dict, command: str,
     for r in runs:
         name = f"{r['variant']}-{r['scenario']}-boot{r['boot']}.json.gz"
         store.write_json_gz(out / "data" / name, portable(r, root))
-    store.write_json(out / "data" / "analysis.json", portable(a, root))
+    store.write_json(out / "data" / "analysis.json", portable(a, root),
+                     compact=True)
     text = report_text.text_report(runs, a, descriptions)
     store.write_text(out / "report.txt", text)
     images = report_plots.plots(runs, a, out) + report_traces.files(

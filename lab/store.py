@@ -22,8 +22,12 @@ def write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
-def write_json(path: Path, data) -> None:
-    write_text(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+def write_json(path: Path, data, compact: bool = False) -> None:
+    """JSON, sorted; `compact`, without indentation (a report's
+    analysis.json: half the size, read with jq)."""
+    text = json.dumps(data, sort_keys=True, separators=(",", ":")) \
+        if compact else json.dumps(data, indent=2, sort_keys=True)
+    write_text(path, text + "\n")
 
 
 def write_json_gz(path: Path, data) -> None:
