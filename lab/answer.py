@@ -72,7 +72,7 @@ def _value(v: float, unit: str) -> str:
         return f"{100 * v:.3g}%"
     if unit == "us":
         return f"{v / 1000:.1f} ms" if v >= 1000 else f"{v:.0f} us"
-    return f"{v:.3g} {unit}".replace("percent", "%")
+    return f"{v:.3g} {unit}"
 
 
 def _ratio(vs: dict) -> str:
