@@ -10,6 +10,7 @@ marked; "small" verdicts are shown as n.s.  The table is
 written into README.md between two markers (`python3 -m lab answer`),
 and a test checks that README's table is the one the reports give.
 """
+import functools
 import json
 import math
 import re
@@ -60,7 +61,9 @@ def read_conf(path: Path = CONF) -> tuple:
     return rows, columns
 
 
+@functools.lru_cache(maxsize=None)
 def _analysis(report: str) -> dict:
+    """A published report's analysis.json, read once per process."""
     path = paths.REPO / "reports" / report / "data" / "analysis.json"
     if not path.is_file():
         raise LabError(f"{CONF}: report {report!r} has no {path}")
@@ -130,14 +133,9 @@ def cell(analysis: dict, again: dict, variant: str, col: Column) -> str:
 def grid(conf: Path = CONF) -> tuple:
     """(rows, columns, [[judge() per column] per row])."""
     rows, columns = read_conf(conf)
-    loaded = {}
-
-    def get(report):
-        if report and report not in loaded:
-            loaded[report] = _analysis(report)
-        return loaded.get(report, {})
-    return rows, columns, [[judge(get(c.report), get(c.again), v, c)
-                            for c in columns] for v in rows]
+    return rows, columns, [[judge(_analysis(c.report),
+                                  _analysis(c.again) if c.again else {},
+                                  v, c) for c in columns] for v in rows]
 
 
 def table(conf: Path = CONF) -> str:

@@ -147,7 +147,8 @@ def own_programs() -> set:
 def check_background(scenarios: list) -> None:
     """Refuse, before any build, a background command that runs a program
     the guest does not have."""
-    have = applets() | own_programs()
+    own = own_programs()
+    have = applets() | own
     for s in scenarios:
         for command in s.background:
             missing = [p for p in programs_in(command)
@@ -156,4 +157,4 @@ def check_background(scenarios: list) -> None:
                 raise LabError(
                     f"{s.path}: background: {missing[0]!r} is not a "
                     f"program in the guest (busybox's applets and "
-                    f"{', '.join(sorted(own_programs()))})")
+                    f"{', '.join(sorted(own))})")

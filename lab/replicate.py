@@ -135,11 +135,18 @@ def earlier_repeats(folder: Path) -> list:
     runs the same way, newest first: where a new report's verdicts can
     be checked against an earlier one's."""
     runs, _ = load(folder)
+    cells = {f"{scen}/{var}" for var, scen, _ in runs}
+
+    def shares_cells(data: Path) -> bool:
+        # analysis.json alone first: most reports share no cell, and
+        # their runs need not be read
+        f = data / "analysis.json"
+        return f.is_file() and bool(
+            cells & set(json.loads(f.read_text())["cells"]))
     return [other.parent for other in sorted(
         (paths.REPO / "reports").glob("20*/data"), reverse=True)
         if other.parent.resolve() != folder.resolve() and
-        (other / "analysis.json").is_file() and
-        is_repeat(runs, load(other.parent)[0])]
+        shares_cells(other) and is_repeat(runs, load(other.parent)[0])]
 
 
 def text(name_a: str, name_b: str) -> str:
