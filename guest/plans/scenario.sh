@@ -253,8 +253,18 @@ fi
 ended=$(cd /tmp && for f in bg-*.ended; do
 	[ ! -f "$f" ] || echo "${f%.ended}.log (exit $(cat "$f"))"
 done)
+# The shell of each load dies at once; wait for its whole process group
+# (the load itself finishes its batch and prints what it did), for 5 s
+# at most, then kill what is left: a load still running would overlap
+# the probe phase, and its last lines would miss the log.
 for p in $bg; do
 	kill -TERM "-$p" 2> /dev/null || true
+	tries=0
+	while kill -0 "-$p" 2> /dev/null && [ $tries -lt 500 ]; do
+		usleep 10000
+		tries=$((tries + 1))
+	done
+	kill -KILL "-$p" 2> /dev/null || true
 	wait "$p" || true
 done
 [ -z "$MODULE_ARGS" ] || { cat /sys/kernel/debug/softirq_load/stats > "$LAB/module-stats"; rmmod softirq_load; }
