@@ -149,6 +149,15 @@ def analyse(runs: list, traces: dict = None, predicted: dict = None,
         if probe:
             c["probe"] = probe
         out["cells"][f"{scen}/{var}"] = c
+    return judge(out, predicted)
+
+
+def judge(out: dict, predicted: dict) -> dict:
+    """The verdicts on analysed cells: each variant against its base, the
+    family's false-discovery adjustment, what the report shows.  Apart
+    from analyse so that changed rules can be tried on a published
+    analysis.json without reading its runs again."""
+    bases = out["bases"]
     for key, c in out["cells"].items():
         scen, var = key.split("/")
         if var == bases[var]:

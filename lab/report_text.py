@@ -353,7 +353,7 @@ def _detail(a: dict, scen: str) -> list:
             lo, hi = p["shift_interval"]
             out += _wrap(f"{var}: {lead} shift {fmt_us(p['shift'])} us "
                          f"[{fmt_us(lo)}, {fmt_us(hi)}], {_p_and_q(p)}, "
-                         f"boots' spread {fmt_us(p['spread'])} us.",
+                         f"base's spread {fmt_us(p['spread'])} us.",
                          "    ")
         if lead != "p99":
             out += _beside_lead(a, scen, var)
@@ -381,9 +381,9 @@ def text_report(runs: list, a: dict, descriptions: dict) -> str:
         f"the {a.get('family_size', 0)} comparisons printed here; medians "
         f"{stats.RATIO}x apart or more (where the base's median is 0, "
         f"the difference instead of a ratio); and a "
-        f"Hodges-Lehmann shift larger than the larger boots' spread "
-        f"(interquartile range) of the two cells and at least the "
-        f"metric's floor (5 us for latencies; lab/metrics.py FLOORS); "
+        f"Hodges-Lehmann shift larger than the base's boot-to-boot "
+        f"spread (interquartile range) and at least the "
+        f"metric's floor (5 us for latencies; lab/metrics.py); "
         f"a significant shift that misses the ratio or the floor is n.s. "
         f"At least "
         f"{stats.MIN_BOOTS} boots per cell, else 'too few (n)'. "

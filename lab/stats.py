@@ -14,8 +14,10 @@ variant is compared with baseline on those values:
   differences) with its distribution-free interval;
 - a practical effect: the medians differ by at least RATIO times (where
   the base's median is 0, no ratio: the difference must pass the floor),
-  the shift is larger than the cell's own boot-to-boot spread (the
-  larger interquartile range of the two cells) and at least the
+  the shift is larger than the base cell's boot-to-boot spread (its
+  interquartile range: the noise of the reference; a variant whose own
+  boots scatter widely far above a tight base still differs) and at
+  least the
   metric's floor (lab/metrics.py, `min_effect`).  A significant shift
   that misses any of these is "n.s.", with the reason in `under`.
 
@@ -187,9 +189,9 @@ def compare(variant: list, base: list, better: str = "lower",
     p_lower, p_higher = rank_test(v, b)
     p = min(1.0, 2 * min(p_lower, p_higher))
     shift, interval = hodges_lehmann(v, b)
-    noise = max(spread(v), spread(b))
+    noise = spread(b)
     under = [why for why, missed in (
-        ("the boots' spread", abs(shift) <= noise),
+        ("the base's spread", abs(shift) <= noise),
         (f"the floor {floor:g}", abs(shift) < floor),
         (f"{RATIO}x", ratio is not None and 1 / RATIO < ratio < RATIO))
         if missed]

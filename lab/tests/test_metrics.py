@@ -111,3 +111,18 @@ def test_a_tail_quantile_needs_samples_beyond_it():
     assert by["max"].of_samples(ten_s) == 10_000
     long = np.arange(1, 50_001, dtype=float)
     assert by["p99.99"].of_samples(long) == 49_995
+
+
+def test_the_modules_counts_take_more_than_three_events_as_an_effect():
+    # a 10 s measurement has about 515 triggers; each boot's share in %
+    from lab import stats
+    m = metrics.get("softirq_missed_percent")
+    one = 100 / 515
+    base = [0, 0, one, 0, 0]
+    three = [3 * one] * 5                     # 3 missed triggers a boot
+    five = [5 * one] * 5
+    assert stats.compare(three, base, m.better, m.min_effect)[
+        "verdict"] == "n.s."
+    assert stats.compare(five, base, m.better, m.min_effect)[
+        "verdict"] == "higher"
+    assert metrics.get("softirq_over_rt_per_s").min_effect > 3 / 10.2

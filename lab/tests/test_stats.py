@@ -82,6 +82,16 @@ def test_a_shift_within_the_spread_is_not_a_verdict():
     assert r["verdict"] == "n.s." and abs(r["shift"]) < r["spread"]
 
 
+def test_a_wide_variant_far_from_a_tight_base_is_a_verdict():
+    # preempt-rt-6.12's deferred wait in all-busy: 5-37 ms in every
+    # boot against mainline's 27-47 us; the variant's own spread is wider
+    # than the shift, the base's is not
+    base = [37, 47, 27, 47, 47]
+    var = [36516, 32111, 5121, 10452, 37429]
+    r = stats.compare(var, base)
+    assert r["verdict"] == "higher" and r["spread"] == 10
+
+
 def test_higher_is_better_for_throughput():
     r = stats.compare([50, 51, 49, 50, 52], [100, 101, 99, 98, 102],
                       better="higher")
