@@ -248,7 +248,7 @@ def shown_verdict(cmp: dict, withheld_reason) -> str:
         return "withheld"
     if cmp["verdict"] == "n.s." and cmp.get("p", 1) < stats.ALPHA \
             and abs(cmp["shift"]) <= cmp["spread"]:
-        return "withheld (spread)"  # significant, within the boots' spread
+        return "withheld (spread)"  # significant, within the base's spread
     if cmp["verdict"].split()[-1] in ("lower", "higher") and \
             cmp.get("q", 0) >= stats.FDR:
         return "withheld (FDR)"     # significant alone, not in its family

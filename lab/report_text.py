@@ -392,7 +392,7 @@ def text_report(runs: list, a: dict, descriptions: dict) -> str:
         f"emulator latency over "
         f"{fmt_us(NULL_LIMIT_US)} us, or traces that agree with "
         f"cyclictest blame the emulator for its worst cases. 'withheld "
-        f"(spread)': significant, but the shift is within the boots' "
+        f"(spread)': significant, but the shift is within the base's "
         f"spread. 'withheld (FDR)': p < {stats.ALPHA}, but q is not "
         f"under {stats.FDR}. 'too few (base n)': the base has n boots. "
         f">1ms and missed (periods cyclictest skipped, of those due) are "
