@@ -19,10 +19,12 @@ import signal
 
 from pathlib import Path
 
-from . import (accelerator, boot, build, fidelity, guestbuild, health, matrix,
-               paths, qemubuild, report, report_index, rtlabuild, runners,
-               scenario, settings, stats, variants)
-from .log import LabError, info
+from .run import accelerator, boot, health, matrix, runners, scenario, settings
+from .build import kernel as build, guestbuild, qemubuild, rtlabuild
+from . import fidelity
+from .base import paths, stats, variants
+from .report import publish as report, index as report_index
+from .base.log import LabError, info
 
 
 def cmd_build(args) -> int:
@@ -102,7 +104,7 @@ def cmd_compare(args) -> int:
 
 
 def cmd_variant_add(args) -> int:
-    from . import series
+    from .build import series
     folder = series.add(args.name, args.from_, args.source)
     print(f"{folder}: {len(variants.load(folder).patches)} patch(es); "
           f"decide its options in {folder / 'config'}, then `make variants "
@@ -111,13 +113,13 @@ def cmd_variant_add(args) -> int:
 
 
 def cmd_mail(args) -> int:
-    from . import mail
+    from .report import mail
     print(mail.write(mail.find_report(args.name), args.variant))
     return 0
 
 
 def cmd_lava_local(args) -> int:
-    from .runners.lava import local
+    from .run.runners.lava import local
     if args.action == "up":
         print(local.up())
     else:
@@ -152,7 +154,7 @@ def cmd_fidelity(args) -> int:
 
 
 def cmd_answer(args) -> int:
-    from . import answer
+    from .report import answer
     answer.write()
     info(f"{answer.README}: the answer table from {answer.CONF}; "
          f"{answer.picture()}")
@@ -162,7 +164,7 @@ def cmd_answer(args) -> int:
 def _report_of(name: str, tmp: Path) -> str:
     """A report folder for `name`: a report itself, or the report of a
     results folder (build/results...), written into tmp."""
-    from . import replicate
+    from .analyse import replicate
     try:
         return str(replicate.report_folder(name))
     except LabError:
@@ -179,7 +181,7 @@ def _report_of(name: str, tmp: Path) -> str:
 
 def cmd_replicate(args) -> int:
     import tempfile
-    from . import replicate
+    from .analyse import replicate
     with tempfile.TemporaryDirectory() as tmp:
         text = replicate.text(_report_of(args.a, Path(tmp) / "a"),
                               _report_of(args.b, Path(tmp) / "b"))
@@ -212,7 +214,7 @@ def _report(args, root, names, scens) -> int:
     report.write(root, out, descriptions, command, names, scens, busy, lead)
     if out.resolve().parent == report_index.REPORTS:
         report_index.write()
-        from . import replicate
+        from .analyse import replicate
         for other in replicate.earlier_repeats(out):
             f = out / f"replicate-{other.name}.md"
             f.write_text(replicate.text(str(other), str(out)))

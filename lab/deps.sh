@@ -4,8 +4,8 @@
 # Plain sh: it must run on a fresh Debian 12 before python3 is there.
 set -eu
 
-# The second and third lines build the lab's QEMU (lab/qemubuild.py) from
-# Debian's; the fourth rtla (lab/rtlabuild.py).
+# The second and third lines build the lab's QEMU (lab/build/qemubuild.py) from
+# Debian's; the fourth rtla (lab/build/rtlabuild.py).
 PACKAGES="linux-source-6.1 gcc make libc6-dev libelf-dev libssl-dev bc flex
 dpkg-dev patch meson ninja-build libglib2.0-dev libpixman-1-dev libfdt-dev
 libcap-ng-dev libattr1-dev libslirp-dev

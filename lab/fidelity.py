@@ -1,6 +1,6 @@
 """The fidelity study: the same cells under several emulation settings.
 
-For each setting (lab/settings.py) the matrix runs into its own folder,
+For each setting (lab/run/settings.py) the matrix runs into its own folder,
 <results>/<setting>/<variant>/<scenario>/boot-k (resumable like the
 lab's matrix), and one table compares the settings: latency quantiles
 with bootstrap intervals over boots, how far repeat boots spread (the
@@ -10,7 +10,7 @@ placement and how long a run took in wall-clock time.
 With --jobs 1,2 each setting also runs with two guests at once (into
 <results>/<setting>-jobs2/), and the table says for each cell whether
 the per-boot p99s differ between one guest and two at a time, by the
-lab's own verdict rule (lab/stats.py): `make lab JOBS=2` is only
+lab's own verdict rule (lab/base/stats.py): `make lab JOBS=2` is only
 trusted for cells where they do not.
 """
 import statistics
@@ -18,10 +18,12 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from . import (analysis, build, matrix, metrics, paths, qemu, qemubuild,
-               results, stats, store)
-from .log import info, warn
-from .runners import local
+from .analyse import analysis, results
+from .build import kernel as build, qemubuild
+from .run import matrix, qemu
+from .base import metrics, paths, stats, store
+from .base.log import info, warn
+from .run.runners import local
 
 
 def results_root() -> Path:

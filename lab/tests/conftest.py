@@ -12,7 +12,7 @@ def mechanism_variants() -> list:
     sets it), so `make check` stays within its time budget while every
     variant's expect file can be checked on demand."""
     import os
-    from lab import variants
+    from lab.base import variants
     names = os.environ.get("LAB_TEST_VARIANTS", "")
     chosen = variants.select(names) if names else \
         variants.default_matrix()
@@ -58,19 +58,19 @@ def make_variant(root, name, series="", patches=None, config="",
 
 @pytest.fixture(scope="session")
 def all_variants():
-    from lab import variants
+    from lab.base import variants
     return variants.discover()
 
 
 @pytest.fixture(scope="session")
 def built(all_variants):
     """Every variant's kernel (cached: built only if its inputs changed)."""
-    from lab import build
+    from lab.build import kernel as build
     return {v.name: build.build(v, i, len(all_variants))
             for i, v in enumerate(all_variants, 1)}
 
 
 @pytest.fixture(scope="session")
 def accel(built):
-    from lab import accelerator
+    from lab.run import accelerator
     return accelerator.choose(built["baseline"].image)

@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from lab import accelerator, paths, qemu, settings
-from lab.log import LabError
+from lab.run import accelerator, qemu, settings
+from lab.base import paths
+from lab.base.log import LabError
 
 
 def fake_qemu(tmp_path, body):

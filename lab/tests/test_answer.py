@@ -2,8 +2,8 @@
 README.md, and every declaration error named by file and line."""
 import pytest
 
-from lab import answer
-from lab.log import LabError
+from lab.report import answer
+from lab.base.log import LabError
 
 
 def test_readme_holds_the_table_the_reports_give():

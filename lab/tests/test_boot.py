@@ -3,8 +3,8 @@ import subprocess
 
 import pytest
 
-from lab import accelerator, boot, qemu, runfolder
-from lab.log import LabError
+from lab.run import accelerator, boot, qemu, runfolder
+from lab.base.log import LabError
 
 
 def outcome(tmp_path, console, status="exited", code=0):

@@ -10,9 +10,10 @@ import time
 
 import pytest
 
-from lab import (boot, build, health, kconfig, paths, source, store,
-                 variants)
-from lab.log import LabError
+from lab.run import boot, health
+from lab.build import kernel as build, source
+from lab.base import kconfig, paths, store, variants
+from lab.base.log import LabError
 from lab.tests.conftest import make_variant
 
 # its tests share module fixtures: one worker runs them all

@@ -4,8 +4,9 @@ import subprocess
 
 import pytest
 
-from lab import build, paths, source, variants
-from lab.log import LabError
+from lab.build import kernel as build, source
+from lab.base import paths, variants
+from lab.base.log import LabError
 from lab.tests.conftest import make_variant
 
 GOOD = """\

@@ -9,7 +9,10 @@ import subprocess
 
 import pytest
 
-from lab import matrix, qemubuild, results, scenario, settings, variants
+from lab.run import matrix, scenario, settings
+from lab.build import qemubuild
+from lab.analyse import results
+from lab.base import variants
 
 # its tests share module fixtures: one worker runs them all
 pytestmark = [pytest.mark.guest, pytest.mark.xdist_group("emulator")]

@@ -5,10 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from lab import paths, source
-from lab.log import LabError
+from lab.base import paths
+from lab.build import source
+from lab.base.log import LabError
 
-# every host module, lab/runners/lava/ too; the tests quote guest output
+# every host module, lab/run/runners/lava/ too; the tests quote guest output
 HOST_SIDE = [*sorted(p for p in (paths.REPO / "lab").rglob("*.py")
                      if "tests" not in p.relative_to(paths.REPO).parts),
              paths.REPO / "lab" / "deps.sh", paths.REPO / "Makefile",
@@ -76,7 +77,7 @@ def test_packaged_source_is_unpacked_once(tmp_path, monkeypatch):
 
 def test_results_are_written_atomically(tmp_path, monkeypatch):
     """A crash during a write leaves the old file whole, never half."""
-    from lab import store
+    from lab.base import store
     target = tmp_path / "run.json"
     store.write_json(target, {"status": "ok"})
 

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from lab import boot, matrix, paths, scenario, store, variants
-from lab.log import LabError
+from lab.run import boot, matrix, scenario
+from lab.base import paths, store, variants
+from lab.base.log import LabError
 
 pytestmark = pytest.mark.guest
 

@@ -1,8 +1,10 @@
 """The fidelity table from run folders, and the settings' QEMU options."""
 import pytest
 
-from lab import fidelity, qemu, settings, store
-from lab.log import LabError
+from lab import fidelity
+from lab.run import qemu, settings
+from lab.base import store
+from lab.base.log import LabError
 from lab.tests.test_matrix_report import fake_run
 
 

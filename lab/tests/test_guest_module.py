@@ -10,7 +10,9 @@ import json
 
 import pytest
 
-from lab import boot, guestbuild, paths
+from lab.run import boot
+from lab.build import guestbuild
+from lab.base import paths
 from lab.tests.conftest import mechanism_variants
 
 pytestmark = pytest.mark.guest

@@ -4,7 +4,7 @@ import json
 import socket
 import threading
 
-from lab import hangdump
+from lab.run import hangdump
 
 # `info registers -a` of a 64-bit guest as QEMU 7.2 prints it (trimmed)
 DUMP = """CPU#0

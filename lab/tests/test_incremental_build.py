@@ -13,7 +13,8 @@ import hashlib
 
 import pytest
 
-from lab import build, variants
+from lab.build import kernel as build
+from lab.base import variants
 
 # its tests share module fixtures: one worker runs them all
 pytestmark = [pytest.mark.guest, pytest.mark.xdist_group("incremental_build")]

@@ -2,7 +2,7 @@
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
-from lab import initramfs
+from lab.build import initramfs
 
 
 def test_processes_building_one_archive_at_once_all_get_it(tmp_path,

@@ -1,8 +1,8 @@
 """Fragment parsing and the check that .config honoured every request."""
 import pytest
 
-from lab import kconfig, paths
-from lab.log import LabError
+from lab.base import kconfig, paths
+from lab.base.log import LabError
 
 
 def write(tmp_path, name, text):

@@ -1,5 +1,5 @@
 """End to end through a real LAVA: the instance comes up from Debian's
-packages on this machine (lab/runners/lava/local.py), the lab submits jobs with
+packages on this machine (lab/run/runners/lava/local.py), the lab submits jobs with
 lavacli, LAVA's worker boots them in QEMU, and the lab collects them.
 No mocks; nothing here is skipped: a LAVA that cannot come up fails."""
 import os
@@ -9,8 +9,10 @@ import sys
 
 import pytest
 
-from lab import results, settings, store
-from lab.runners.lava import local
+from lab.analyse import results
+from lab.run import settings
+from lab.base import store
+from lab.run.runners.lava import local
 
 # its tests share module fixtures: one worker runs them all
 pytestmark = [pytest.mark.guest, pytest.mark.xdist_group("lava")]

@@ -12,9 +12,9 @@ import pytest
 import yaml
 from lava_common.schemas import validate
 
-from lab import matrix, qemu, scenario, settings
-from lab.runners.lava import client, collect, jobs
-from lab.log import LabError
+from lab.run import matrix, qemu, scenario, settings
+from lab.run.runners.lava import client, collect, jobs
+from lab.base.log import LabError
 
 ACCEL = settings.tcg("test")
 
@@ -169,7 +169,7 @@ def test_the_server_is_named_without_its_token():
 
 
 def test_tokens_are_read_from_lava_server_manage_output():
-    from lab.runners.lava.local import token_of
+    from lab.run.runners.lava.local import token_of
     assert token_of("Tokens for user 'lab':\n* " + "a1" * 32 + " ()\n") == \
         "a1" * 32
     assert token_of("hostname   : lab-worker\nstate      : Online\n"
@@ -179,7 +179,7 @@ def test_tokens_are_read_from_lava_server_manage_output():
 
 
 def test_a_remote_server_needs_the_job_files_published():
-    from lab.runners.lava import runner
+    from lab.run.runners.lava import runner
     remote = runner.Lava(uri="https://me:t@lava.example.org/RPC2")
     with pytest.raises(LabError, match="publish .* over HTTP"):
         remote.check_reachable()

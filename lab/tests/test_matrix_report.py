@@ -7,11 +7,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from lab import (accelerator, analysis, matrix, report, report_text, results,
-                 runfolder, store, variants)
-from lab.log import LabError
-from lab.runners import local
-from lab.scenario import Scenario
+from lab.run import accelerator, matrix, runfolder
+from lab.analyse import analysis, results
+from lab.report import publish as report, text as report_text
+from lab.base import store, variants
+from lab.base.log import LabError
+from lab.run.runners import local
+from lab.run.scenario import Scenario
 
 SOFTIRQS = """\
                     CPU0       CPU1

@@ -1,12 +1,13 @@
-"""Metrics are declared once (lab/metrics.py) and the guest agrees."""
+"""Metrics are declared once (lab/base/metrics.py) and the guest agrees."""
 import math
 import re
 
 import numpy as np
 import pytest
 
-from lab import metrics, paths, results
-from lab.log import LabError
+from lab.base import metrics, paths
+from lab.analyse import results
+from lab.base.log import LabError
 
 
 def test_guest_tools_print_no_metrics():
@@ -115,7 +116,7 @@ def test_a_tail_quantile_needs_samples_beyond_it():
 
 def test_the_modules_counts_take_more_than_three_events_as_an_effect():
     # a 10 s measurement has about 515 triggers; each boot's share in %
-    from lab import stats
+    from lab.base import stats
     m = metrics.get("softirq_missed_percent")
     one = 100 / 515
     base = [0, 0, one, 0, 0]

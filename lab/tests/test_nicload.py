@@ -1,5 +1,5 @@
 """The host end of the NIC scenarios."""
-from lab import nicload
+from lab.run import nicload
 
 
 def test_the_nic_frame_is_a_valid_ipv4_udp_frame():

@@ -2,8 +2,10 @@
 patch that does not apply says.  No build here (test_emulator.py)."""
 import pytest
 
-from lab import accelerator, qemu, qemubuild, runfolder, settings, store
-from lab.log import LabError
+from lab.run import accelerator, qemu, runfolder, settings
+from lab.build import qemubuild
+from lab.base import store
+from lab.base.log import LabError
 
 SLICED = settings.select("icount-3-slice20")[0]
 
@@ -73,7 +75,7 @@ def test_a_patch_that_does_not_apply_is_named(monkeypatch, tmp_path):
 
 
 def test_the_setting_says_how_long_a_stall_is_the_emulators():
-    from lab import results
+    from lab.analyse import results
     lab_qemu = settings.select("icount-3-slice20")[0].to_accel()
     debian = settings.select("icount-3-nosleep")[0].to_accel()
     assert lab_qemu.stall_us is None and debian.stall_us == 500

@@ -2,8 +2,9 @@
 made, whether they are a repeat, and which verdicts agree."""
 import pytest
 
-from lab import replicate, store
-from lab.log import LabError
+from lab.analyse import replicate
+from lab.base import store
+from lab.base.log import LabError
 
 
 def run(variant, boot, cyclictest="-t 1 -p 99 -i 1000", seed=1):

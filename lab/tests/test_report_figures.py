@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from lab import answer, paths, report_index
+from lab.report import answer, index as report_index
+from lab.base import paths
 
 RATIO = re.compile(r"\bx(\d+(?:\.\d+)?)\b")
 Q = re.compile(r"\bq = (0\.\d+)")

@@ -1,8 +1,8 @@
 """reports/README.md: generated, current, and consistent with the tree."""
 import pytest
 
-from lab import report_index
-from lab.log import LabError
+from lab.report import index as report_index
+from lab.base.log import LabError
 
 
 def test_the_index_is_current():
@@ -49,7 +49,7 @@ def test_a_malformed_line_names_its_file_and_line(tmp_path):
 
 def test_published_data_names_no_path_of_the_host_that_made_it():
     """Run folders are relative to the results folder and the cache is
-    $LAB_CACHE (lab/report.py portable())."""
+    $LAB_CACHE (lab/report/publish.py portable())."""
     import gzip
     import re
     host_path = re.compile(r'"/(?:work|root|home|tmp)/')

@@ -1,5 +1,7 @@
 """Overload curves from a NIC sweep's runs."""
-from lab import report_sweeps, results, runfolder
+from lab.report import sweeps as report_sweeps
+from lab.analyse import results
+from lab.run import runfolder
 
 
 def run(var, rate, boot, offered, read, rx=None):

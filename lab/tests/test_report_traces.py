@@ -1,5 +1,5 @@
 """The report's trace part."""
-from lab import report_traces
+from lab.report import traces as report_traces
 
 
 def test_the_report_counts_traced_runs_that_agree():

@@ -1,8 +1,8 @@
 """Scenario files: parsing, and errors that name the file and line."""
 import pytest
 
-from lab import scenario
-from lab.log import LabError
+from lab.run import scenario
+from lab.base.log import LabError
 
 
 def write(tmp_path, text, name="s.scenario"):
@@ -169,7 +169,7 @@ def test_both_busy_is_yes_or_no(tmp_path):
 
 
 def test_threads_placed_as_the_scenario_asked(tmp_path):
-    from lab import results
+    from lab.analyse import results
     (tmp_path / "affinity.txt").write_text("41 0\n42 0\n")
     assert results.affinity(tmp_path, 0)["as_asked"]
     assert not results.affinity(tmp_path, "")["as_asked"]
@@ -229,7 +229,7 @@ def test_a_scenario_leads_with_a_latency_metric(tmp_path):
                              "lead = max\n"))
     assert s.lead == "max"
     with pytest.raises(LabError, match=r"s.scenario:3: lead must be a "
-                       r"latency metric of lab/metrics.py \(p50, p99, "):
+                       r"latency metric of lab/base/metrics.py \(p50, p99, "):
         scenario.parse(write(tmp_path, "description = x\nduration = 5\n"
                              "lead = missed\n"))
 
@@ -280,7 +280,7 @@ def test_a_scenario_that_is_not_utf8_names_its_line(tmp_path):
 
 def test_a_background_program_the_guest_lacks_is_refused_before_a_build(
         tmp_path):
-    from lab import guestbuild
+    from lab.build import guestbuild
     assert guestbuild.programs_in(
         "for f in /x/*; do echo 2 > $f; done 2>/dev/null; X=1 taskset 2 "
         "lab-fsnoise $D | awk '{print}' && stres-ng -c 1") == \

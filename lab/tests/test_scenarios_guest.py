@@ -5,8 +5,10 @@ import json
 
 import pytest
 
-from lab import matrix, paths, results, runfolder, scenario, store, trace
-from lab.runners import local
+from lab.run import matrix, runfolder, scenario
+from lab.base import paths, store
+from lab.analyse import results, trace
+from lab.run.runners import local
 from lab.tests.test_guest_module import by_name, initrd_for
 
 pytestmark = pytest.mark.guest

@@ -7,8 +7,10 @@ import subprocess
 
 import pytest
 
-from lab import kconfig, mail, paths, series, source
-from lab.log import LabError
+from lab.base import kconfig, paths
+from lab.report import mail
+from lab.build import series, source
+from lab.base.log import LabError
 
 AUTHOR = ["-c", "user.name=Ann Dev", "-c", "user.email=ann@example.org"]
 

@@ -5,7 +5,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lab import cyclictest, metrics, stats
+from lab.analyse import cyclictest
+from lab.base import metrics, stats
 
 BASE = [4800, 4700, 4900, 4850, 4750]          # p99 per boot, us
 BETTER = [50, 60, 40, 55, 45]
@@ -30,7 +31,7 @@ def test_boot_values_from_samples():
     threads = {0: {"expected": 1250, "missed": 250}}
     v = stats.boot_values(lat, threads)
     assert v["p50"] == 10 and v["p99"] == 2000 and v["max"] == 2000
-    # 1000 samples: too few for p99.9 (lab/metrics.py, MIN_BEYOND)
+    # 1000 samples: too few for p99.9 (lab/base/metrics.py, MIN_BEYOND)
     assert v["p99.9"] != v["p99.9"] and v["over_1ms"] == pytest.approx(0.02)
     assert v["samples"] == 1000 and v["missed"] == pytest.approx(0.2)
 
@@ -146,7 +147,7 @@ def test_a_significant_shift_under_the_ratio_is_no_finding():
     c = stats.compare(var, base)
     assert c["verdict"] == "n.s." and c["p"] < stats.ALPHA
     assert (c["direction"], c["under"]) == ("lower", "1.5x")
-    from lab import report_text
+    from lab.report import text as report_text
     assert report_text._verdict_word(dict(c, shown="n.s."), detail=True) == \
         "n.s. (lower x0.80, under 1.5x)"
 
@@ -169,13 +170,13 @@ def test_a_zero_base_gives_a_difference_never_a_ratio():
     var = [3, 4, 3, 5, 4]
     c = stats.compare(var, base, "lower", floor=0.5)
     assert c["ratio"] is None and c["verdict"] == "higher"
-    from lab import report_text
+    from lab.report import text as report_text
     assert report_text.effect(c) == "+4 (base 0)"
     assert stats.compare(var, base, "lower", floor=10)["verdict"] == "n.s."
 
 
 def test_predictions_read_no_difference_as_no_proof():
-    from lab import predictions
+    from lab.base import predictions
     assert predictions.outcome("lower", "lower") == "confirmed"
     assert predictions.outcome("same", "higher") == "refuted"
     assert predictions.outcome("lower", "n.s.") == "not shown"

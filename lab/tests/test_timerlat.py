@@ -1,5 +1,6 @@
-"""rtla timerlat's auto-analysis read back (lab/timerlat.py)."""
-from lab import report_traces, timerlat
+"""rtla timerlat's auto-analysis read back (lab/analyse/timerlat.py)."""
+from lab.report import traces as report_traces
+from lab.analyse import timerlat
 
 # rtla 6.12 on the 6.1 baseline guest, long-block (stack trace left out)
 HIT = """\

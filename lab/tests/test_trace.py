@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from lab import trace, traceview
+from lab.analyse import trace, traceview
 
 # trace-cmd report's format.  A BLOCK softirq runs 4.9 ms inline on CPU0;
 # the RT task's timer, due 1.9 ms into it, fires 0.1 ms late and wakes
@@ -139,7 +139,7 @@ def sorted_trace(text):
 
 def test_wakeups_before_the_threads_were_free_are_left_out():
     import pytest
-    from lab.log import LabError
+    from lab.base.log import LabError
     pinned = "\n".join(line for line in LONG_BLOCK.splitlines()
                         if "affinity widened" not in line)
     with pytest.raises(LabError, match="no 'lab: affinity widened' marker"):
@@ -202,7 +202,8 @@ def test_report_explains_each_cells_worst_case(tmp_path):
     and the viewer files (trace-cmd's text kept beside the .dat)."""
     import os
     import time
-    from lab import report, store
+    from lab.report import publish as report
+    from lab.base import store
     from lab.tests.test_matrix_report import fake_run
     root = tmp_path / "res"
     for boot in (1, 2):

@@ -7,7 +7,9 @@ not a softirq on its CPU (62 us: interrupts and a late IPI on CPU1,
 where it was placed), but not always (below)."""
 import pytest
 
-from lab import matrix, results, scenario, variants
+from lab.run import matrix, scenario
+from lab.analyse import results
+from lab.base import variants
 
 # its tests share module fixtures: one worker runs them all
 pytestmark = [pytest.mark.guest, pytest.mark.xdist_group("traces_guest")]

@@ -3,8 +3,8 @@ import shutil
 
 import pytest
 
-from lab import paths, variants
-from lab.log import LabError
+from lab.base import paths, variants
+from lab.base.log import LabError
 from lab.tests.conftest import make_variant
 
 
@@ -105,7 +105,7 @@ def test_a_half_made_variant_stops_only_what_asks_for_it(variant_root):
 
 
 def test_expectations_are_data_in_the_variants_folder(tmp_path):
-    from lab.variants import parse_expect
+    from lab.base.variants import parse_expect
     f = tmp_path / "expect"
     f.write_text("# comment\nlong-handler moved_max 0.05\n"
                  "budget-idle seen yes  # measured\n")
@@ -184,7 +184,7 @@ def test_a_boot_only_variant_has_no_patches_of_its_own(variant_root):
 
 def test_a_generation_not_installed_names_its_package(tmp_path,
                                                      monkeypatch):
-    from lab import source
+    from lab.build import source
     monkeypatch.setenv("LAB_CACHE", str(tmp_path))
     with pytest.raises(LabError, match=r"linux-source-9.9.tar.xz not found"
                        r".*Debian has no package linux-source-9.9"):

@@ -12,8 +12,7 @@ ksoftirqd (batch_hist: 100 us buckets).
 """
 import pytest
 
-from lab.tests.test_guest_module import (NAMES, by_name, expected,
-                                         run_in_guest)
+from lab.tests.test_guest_module import NAMES, by_name, expected, run_in_guest
 
 pytestmark = pytest.mark.guest
 

@@ -1,0 +1,2 @@
+"""Stage 3: read the run folders: cyclictest, traces, per-boot
+values, verdicts, replication."""

@@ -1,0 +1,320 @@
+"""A results folder analysed: every run read (lab/analyse/results.py), each
+cell's per-boot values, its comparison with its base (lab/base/stats.py),
+the family a report adjusts for false discoveries, and what is withheld
+and why.  No text and no figures: lab/report/text.py and
+lab/report/plots.py draw from what this returns, lab/report/publish.py writes
+the report.
+"""
+from collections import defaultdict
+from pathlib import Path
+
+from ..base import metrics, predictions, stats
+from . import results
+from ..base.cores import map_on_cores
+from ..base.log import LabError, warn
+from ..base.textfmt import fmt_us
+
+
+def _read_run(run_dir: Path):
+    """(the run's summary, None) or (None, why it cannot be read)."""
+    try:
+        return results.summarize(run_dir), None
+    except (OSError, ValueError, KeyError, LabError) as e:
+        return None, str(e)
+    except (TypeError, AttributeError) as e:
+        # a field of the wrong type, edited by hand or from another tool
+        return None, f"run.json has a field of the wrong type ({e})"
+
+
+def load(root: Path, variants=None, scenarios=None) -> list:
+    """The summary of every run in `variants` x `scenarios` (all where
+    None), read one run per host core (a trace phase takes seconds).
+    Runs sit in <variant>/<scenario>/boot-<k> (lab/run/matrix.py)."""
+    runs = []
+    dirs = [p.parent for p in sorted(root.glob("*/*/boot-*/run.json"))
+            if (not variants or p.parts[-4] in variants)
+            and (not scenarios or p.parts[-3] in scenarios)]
+    read = map_on_cores(_read_run, dirs, chunksize=4)
+    for run_dir, (s, error) in zip(dirs, read):
+        if error is not None:
+            # damaged by hand or by a failing disk: `run` redoes it
+            warn(f"{run_dir}: left out, unreadable ({error}); "
+                 f"`python3 -m lab run` with the same options redoes it")
+            continue
+        runs.append(s)
+    if not runs:
+        raise LabError(f"no finished runs under {root}")
+    return runs
+
+
+# With a waker thread (-W), a sample counts only if the waker issued the
+# wake-up in time, i.e. while the handler still ran: single-threaded TCG
+# sometimes does not run the waker's vCPU until the handler has ended.
+WAKER_ON_TIME_US = 1500
+
+
+def probe_valid(summary: dict) -> bool:
+    """A probe run whose triggers mostly missed (the module's previous
+    chain had not ended) did not aim at a running handler: leave it out."""
+    asked = summary.get("requested", 0)
+    return asked > 0 and summary.get("missed", 0) <= 0.1 * asked
+
+
+def cost_values(r: dict) -> dict:
+    """A run's cost metrics: its load generators' and ksoftirqd's CPU."""
+    out = {m: d["value"] for m, d in r["metrics"].items()}
+    out["ksoftirqd_cpu_percent"] = r["ksoftirqd_cpu_percent"]
+    return out
+
+
+def probe_summary(rs: list):
+    """Probe figures over the cell's valid samples, or None."""
+    probes = [r["probe"] for r in rs if r.get("probe")
+              and probe_valid(r["probe"]["summary"])]
+    every = [x for p in probes for x in p["samples"]]
+    valid = [x for x in every if x.get("waker_us", 0) < WAKER_ON_TIME_US]
+    if not valid:
+        return None
+    lat = sorted(x["latency_us"] for x in valid)
+    return {"samples": len(every), "valid": len(valid),
+            "median_us": lat[len(lat) // 2],
+            "p99_us": lat[min(len(lat) - 1, int(0.99 * len(lat)))],
+            "moved": sum(x["cpu"] != x["prev_cpu"] for x in valid)
+            / len(valid)}
+
+
+def analyse(runs: list, traces: dict = None, predicted: dict = None,
+            busy: set = frozenset(), lead: dict = None) -> dict:
+    """Per cell: each boot's values; per variant: verdicts on them.
+
+    A boot whose cyclictest threads could not move (the affinity widening
+    failed) is left out of the cell and counted.  A scenario whose traced
+    worst cases the trace attribution blames on the emulator has its
+    verdicts withheld.
+    """
+    traces = traces or {}
+    predicted = predictions.load() if predicted is None else predicted
+    ok = [r for r in runs if r["status"] == "ok"]
+    by_cell = defaultdict(list)
+    for r in ok:
+        by_cell[(r["scenario"], r["variant"])].append(r)
+    bases = {r["variant"]: base_of(r) for r in runs}
+    # each base, then the variants compared with it; 6.1's first
+    variants = sorted(bases, key=lambda v: (bases[v] != "baseline",
+                                            bases[v], v != bases[v], v))
+    scenarios = sorted({r["scenario"] for r in runs},
+                       key=lambda s: (s != "idle", s))
+    size = {r["scenario"]: r.get("cpus", 2) for r in runs}
+
+    def null(scen: str) -> dict:
+        """The null control of scen's guest size: {its name: p99s}."""
+        found = defaultdict(list)
+        for r in ok:
+            if is_null_control(r["scenario"]) and \
+                    size[r["scenario"]] == size[scen] and \
+                    r["variant"] == "baseline" and r["affinity"]["as_asked"]:
+                found[r["scenario"]].append(r["boot_values"]["p99"])
+        return dict(found)
+    out = {"variants": variants, "bases": bases, "scenarios": scenarios,
+           # the latency metric each scenario's rows and summary lead with
+           "lead": {s: (lead or {}).get(s, "p99") for s in scenarios},
+           "cells": {},
+           "probe_args": {r["scenario"]: r.get("plan_env", {}).get(
+               "PROBE_ARGS", "") for r in ok},
+           "module_args": {r["scenario"]: r.get("plan_env", {}).get(
+               "MODULE_ARGS", "") for r in ok},
+           "withheld": {s: w for s in scenarios
+                        if (w := emulator_blamed(traces, s, variants,
+                                                 s in busy, null(s)))},
+           "failed": [{k: r[k] for k in ("variant", "scenario", "boot",
+                                         "reason")}
+                      for r in runs if r["status"] != "ok"]}
+    for (scen, var), rs in sorted(by_cell.items()):
+        free = sorted((r for r in rs if r["affinity"]["as_asked"]),
+                      key=lambda r: r["boot"])
+        per_boot = {m: [r["boot_values"][m] for r in free]
+                    for m in BOOT_METRICS}
+        cost = {}
+        for r in free:
+            for m, v in cost_values(r).items():
+                cost.setdefault(m, []).append(v)
+        c = {"boots": [r["boot"] for r in free],
+             "pinned_boots": [r["boot"] for r in rs
+                              if not r["affinity"]["as_asked"]],
+             "seeds": [r.get("phase_seed") for r in free],
+             "per_boot": per_boot, "cost": cost,
+             "softirqs": {v: sum(r["softirqs"][v] for r in rs) / len(rs)
+                          for v in results.VECTORS},
+             "softirqs_per_s": softirq_rates(rs)}
+        probe = probe_summary(free)
+        if probe:
+            c["probe"] = probe
+        out["cells"][f"{scen}/{var}"] = c
+    return judge(out, predicted)
+
+
+def judge(out: dict, predicted: dict) -> dict:
+    """The verdicts on analysed cells: each variant against its base, the
+    family's false-discovery adjustment, what the report shows.  Apart
+    from analyse so that changed rules can be tried on a published
+    analysis.json without reading its runs again."""
+    bases = out["bases"]
+    for key, c in out["cells"].items():
+        scen, var = key.split("/")
+        if var == bases[var]:
+            across = out["cells"].get(f"{scen}/baseline")
+            if var != "baseline" and across:
+                c["vs_other_generation"] = _compare(
+                    "p99", c["per_boot"]["p99"], across["per_boot"]["p99"])
+            continue
+        base = out["cells"].get(f"{scen}/{bases[var]}")
+        if not base:
+            continue
+        vs = {m: _compare(m, c["per_boot"][m], base["per_boot"][m])
+              for m in BOOT_METRICS}
+        vs.update({m: _compare(m, v, base["cost"][m])
+                   for m, v in c["cost"].items() if m in base["cost"]})
+        c["vs_baseline"] = vs
+        p = predicted.get((scen, var))
+        if p:
+            c["prediction"] = dict(p)
+    family = printed_family(out)
+    for cmp, q in zip(family, stats.bh_adjust([x["p"] for x in family])):
+        cmp["q"] = q
+    out["family_size"] = len(family)
+    for key, c in out["cells"].items():
+        scen = key.split("/")[0]
+        for cmp in [*c.get("vs_baseline", {}).values(),
+                    *[c[k] for k in ("vs_other_generation",) if k in c]]:
+            cmp["shown"] = shown_verdict(cmp, out["withheld"].get(scen))
+        if "prediction" in c:
+            cmp = c["vs_baseline"].get(c["prediction"]["metric"],
+                                       {"shown": "untested"})
+            c["prediction"]["outcome"] = predictions.outcome(
+                c["prediction"]["expected"], cmp["shown"])
+    return out
+
+
+def printed_family(a: dict) -> list:
+    """The comparisons the report prints, each once: its family for the
+    false-discovery adjustment.  Per compared cell: the scenario's lead
+    metric, the tail quantiles beside a lead other than p99, every cost
+    metric and a predicted metric; per base of another generation, its
+    p99 against baseline."""
+    family = {}
+    for key, c in a["cells"].items():
+        scen = key.split("/")[0]
+        lead = lead_of(a, scen)
+        vs = c.get("vs_baseline", {})
+        names = {lead, *c["cost"]}
+        if lead != "p99":
+            names |= set(TAIL_METRICS)
+        if "prediction" in c:
+            names.add(c["prediction"]["metric"])
+        chosen = [vs[m] for m in sorted(names) if m in vs]
+        if "vs_other_generation" in c:
+            chosen.append(c["vs_other_generation"])
+        for cmp in chosen:
+            if "p" in cmp:
+                family[id(cmp)] = cmp
+    return list(family.values())
+
+
+BOOT_METRICS = [m.name for m in metrics.LATENCY]
+
+
+def base_of(run: dict) -> str:
+    """The variant a run's variant is compared with (variant.conf `base`;
+    runs from before the key existed were all compared with baseline)."""
+    return run.get("variant_conf", {}).get("base", "baseline")
+
+
+def _compare(metric: str, variant: list, base: list) -> dict:
+    m = metrics.get(metric)
+    return stats.compare(variant, base, m.better, m.min_effect)
+
+
+def published_verdict(vs: dict) -> str:
+    """A published comparison's verdict as read today: the one its report
+    printed, and "small" verdicts (reports before 2026-12-05's floors)
+    as n.s.: they did not repeat between two runs of the default
+    matrix."""
+    word = vs.get("shown", vs.get("verdict", ""))
+    return "n.s." if word.startswith("small ") else word
+
+
+def shown_verdict(cmp: dict, withheld_reason) -> str:
+    """The verdict the report prints: the test's, unless withheld."""
+    if withheld_reason:
+        return "withheld"
+    if cmp["verdict"] == "n.s." and cmp.get("p", 1) < stats.ALPHA \
+            and abs(cmp["shift"]) <= cmp["spread"]:
+        return "withheld (spread)"  # significant, within the base's spread
+    if cmp["verdict"].split()[-1] in ("lower", "higher") and \
+            cmp.get("q", 0) >= stats.FDR:
+        return "withheld (FDR)"     # significant alone, not in its family
+    return cmp["verdict"]
+
+
+def emulator_blamed(traces: dict, scen: str, variants: list,
+                    both_busy: bool = False, null: dict = None) -> str:
+    """Why a scenario's verdicts are withheld, or "" if they stand.
+
+    - the scenario keeps every vCPU busy and the null control of its
+      guest size (null: {name: per-boot p99s}; no softirq load, so no
+      kernel can delay the task) measured emulator latency over
+      NULL_LIMIT_US in the same results;
+    - or the traces that agree with cyclictest blame the emulator (a
+      vCPU standing still in an interrupt) for most of a variant's worst
+      wake-ups.
+    """
+    for name, p99s in (null or {}).items() if both_busy else ():
+        if _median(p99s) > NULL_LIMIT_US:
+            return (f"emulator: every vCPU busy, and the null control "
+                    f"{name} (no softirq load) has p99 "
+                    f"{fmt_us(min(p99s))}-{fmt_us(max(p99s))} us on "
+                    f"baseline")
+    for var in variants:
+        worst = traces.get(f"{scen}/{var}", {}).get("worst", [])
+        blamed = sum(bool(x.get("emulator")) for x in worst)
+        if worst and 2 * blamed > len(worst):
+            return (f"emulator: {blamed} of {var}'s {len(worst)} worst "
+                    f"traced wake-ups are vCPUs the emulator did not run")
+    return ""
+
+
+# The null control's median p99 above which busy scenarios are withheld:
+# idle's p99 is 30-200 us here; null-hog's was 9-26 ms.
+NULL_LIMIT_US = 1000
+
+
+NULL_CONTROL = "null-hog"
+
+
+def is_null_control(scen: str) -> bool:
+    """null-hog, or its twin at another guest size (null-hog-4cpu): a
+    busy scenario is judged by the one of its own size."""
+    return scen == NULL_CONTROL or scen.startswith(NULL_CONTROL + "-")
+
+
+def lead_of(a: dict, scen: str) -> str:
+    """The latency metric a scenario leads with (p99 in an analysis made
+    before scenarios could name one)."""
+    return a.get("lead", {}).get(scen, "p99")
+
+
+_median = stats.upper_median
+
+
+# shown beside a scenario's lead metric where it is not p99: the other
+# tail quantiles, and the share of samples over 1 ms (a maximum is one
+# sample; the share counts all the millisecond ones)
+TAIL_METRICS = ("p99", "p99.9", "p99.99", "over_1ms")
+
+
+def softirq_rates(runs: list) -> dict:
+    """{vector: [handler runs per guest second of the measurement, one
+    per boot]}, from /proc/softirqs before and after it."""
+    runs = [r for r in runs if r.get("measured_seconds")]
+    return {v: [r["softirqs"][v] / r["measured_seconds"] for r in runs]
+            for v in results.VECTORS} if runs else {}

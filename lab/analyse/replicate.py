@@ -1,0 +1,198 @@
+"""Two reports of the same matrix side by side: were they made the same
+way, and do their verdicts agree?
+
+`python3 -m lab replicate A B` (`make replicate A=... B=...`) reads each
+report's data/ (the runs' summaries and analysis.json).  First what
+differs in how they were made, per run of a cell and boot present in
+both: the plan script, the scenario file, the plan's parameters (the
+cyclictest line among them; the boots' own phase seeds aside), the
+kernel, the initramfs (the test module and the guest's tools), the
+QEMU build and setting, the guest's size; then, as notes, the lab's
+commit and the host CPU.  Two reports are a repeat only where none of
+the first kind differs: the lab says which did otherwise.  Then, per
+comparison both reports print (each cell's lead metric and its cost
+metrics against the cell's base), whether the verdicts agree, with the
+rate, and each disagreement.
+"""
+import gzip
+import hashlib
+import json
+from collections import defaultdict
+from pathlib import Path
+
+from ..base import paths
+from .analysis import published_verdict
+from ..base.log import LabError
+
+# plan parameters that differ between boots by design
+PER_BOOT = {"PHASE_SEED", "PHASE_US", "BG_PHASE_US"}
+# what makes two runs the same measurement, and what is only noted
+PLAN_KEYS = ("plan script", "scenario file", "plan parameters", "kernel",
+             "initramfs", "QEMU build", "setting", "guest size")
+NOTE_KEYS = ("lab commit", "host CPU")
+
+
+def report_folder(name: str) -> Path:
+    """A report folder: a path, or a name under reports/."""
+    for p in (Path(name), paths.REPO / "reports" / name):
+        if (p / "data" / "analysis.json").is_file():
+            return p
+    raise LabError(f"{name}: not a report folder (no data/analysis.json "
+                   f"there or under reports/)")
+
+
+def _initrd(command: str) -> str:
+    words = command.split()
+    return Path(words[words.index("-initrd") + 1]).name \
+        if "-initrd" in words else ""
+
+
+def how_made(run: dict) -> dict:
+    """The run's provenance, key by key (PLAN_KEYS, NOTE_KEYS); "not
+    recorded" where its report predates the record."""
+    made = run.get("made", {})
+    env = {k: v for k, v in run.get("plan_env", {}).items()
+           if k not in PER_BOOT}
+    text = made.get("scenario_text", "")
+    unknown = UNKNOWN
+    return {
+        "plan script": made.get("plan_sha256", "")[:12] or unknown,
+        "scenario file": hashlib.sha256(text.encode()).hexdigest()[:12]
+        if text else unknown,
+        "plan parameters": json.dumps(env, sort_keys=True),
+        "kernel": run.get("kernel", {}).get("hash", "")[:12] or unknown,
+        "initramfs": _initrd(run.get("qemu", {}).get("command", "")) or
+        unknown,
+        "QEMU build": run.get("qemu", {}).get("accel", {}).get(
+            "emulator", {}).get("build") or "Debian's",
+        "setting": run.get("qemu", {}).get("accel", {}).get("setting") or
+        run.get("accel", ""),
+        "guest size": f"{run.get('cpus', 2)} vCPUs, "
+                      f"{run.get('memory_mb', 1024)} MB",
+        "lab commit": made.get("lab_commit") or unknown,
+        "host CPU": run.get("qemu", {}).get("host_cpu", unknown),
+    }
+
+
+def load(folder: Path) -> tuple:
+    """({(variant, scenario, boot): run summary}, analysis)."""
+    runs = {}
+    for f in sorted((folder / "data").glob("*-boot*.json*")):
+        raw = f.read_bytes()
+        r = json.loads(gzip.decompress(raw) if f.suffix == ".gz" else raw)
+        runs[(r["variant"], r["scenario"], r["boot"])] = r
+    analysis = json.loads((folder / "data" / "analysis.json").read_text())
+    return runs, analysis
+
+
+UNKNOWN = "not recorded"
+
+
+def differences(a: dict, b: dict) -> dict:
+    """{key: [(cell, value in A, value in B)]} over the runs both hold:
+    where they differ, or where either side did not record it (the same
+    cannot be shown then)."""
+    out = defaultdict(list)
+    for cell in sorted(set(a) & set(b)):
+        ma, mb = how_made(a[cell]), how_made(b[cell])
+        for key in PLAN_KEYS + NOTE_KEYS:
+            if ma[key] != mb[key] or UNKNOWN in (ma[key], mb[key]):
+                out[key].append((cell, ma[key], mb[key]))
+    return dict(out)
+
+
+def verdicts(a: dict, b: dict) -> list:
+    """(cell key, metric, A's verdict, B's verdict) for every comparison
+    both reports print: the lead metric and every cost metric."""
+    out = []
+    for key in sorted(set(a["cells"]) & set(b["cells"])):
+        scen = key.split("/")[0]
+        va = a["cells"][key].get("vs_baseline", {})
+        vb = b["cells"][key].get("vs_baseline", {})
+        lead = a.get("lead", {}).get(scen, "p99")
+        names = [lead] + sorted(m for m in va if m in
+                                a["cells"][key].get("cost", {}))
+        for m in names:
+            if m in va and m in vb:
+                out.append((key, m, published_verdict(va[m]),
+                            published_verdict(vb[m])))
+    return out
+
+
+def _cell(cell) -> str:
+    variant, scenario, boot = cell
+    return f"{scenario}/{variant} boot {boot}"
+
+
+def is_repeat(a: dict, b: dict) -> bool:
+    """Runs of A and B: some in common, all made the same way."""
+    return bool(set(a) & set(b)) and not any(
+        k in PLAN_KEYS for k in differences(a, b))
+
+
+def earlier_repeats(folder: Path) -> list:
+    """The other reports under reports/ that repeat some of `folder`'s
+    runs the same way, newest first: where a new report's verdicts can
+    be checked against an earlier one's."""
+    runs, _ = load(folder)
+    cells = {f"{scen}/{var}" for var, scen, _ in runs}
+
+    def shares_cells(data: Path) -> bool:
+        # analysis.json alone first: most reports share no cell, and
+        # their runs need not be read
+        f = data / "analysis.json"
+        return f.is_file() and bool(
+            cells & set(json.loads(f.read_text())["cells"]))
+    return [other.parent for other in sorted(
+        (paths.REPO / "reports").glob("20*/data"), reverse=True)
+        if other.parent.resolve() != folder.resolve() and
+        shares_cells(other) and is_repeat(runs, load(other.parent)[0])]
+
+
+def text(name_a: str, name_b: str) -> str:
+    fa, fb = report_folder(name_a), report_folder(name_b)
+    runs_a, an_a = load(fa)
+    runs_b, an_b = load(fb)
+    common = set(runs_a) & set(runs_b)
+    lines = [f"# Replicate: {fa.name} against {fb.name}", "",
+             f"Runs of the same cell and boot in both: {len(common)} "
+             f"({len(runs_a)} in A, {len(runs_b)} in B).", "",
+             "## How they were made", ""]
+    diff = differences(runs_a, runs_b)
+    for key in (PLAN_KEYS + NOTE_KEYS) if common else ():
+        if key not in diff:
+            lines.append(f"- {key}: the same in every run")
+            continue
+        cell, va, vb = diff[key][0]
+        more = len(diff[key]) - 1
+        word = "not recorded" if UNKNOWN in (va, vb) else "differs"
+        lines.append(f"- **{key} {word}** in {len(diff[key])} runs, "
+                     f"e.g. {_cell(cell)}: A `{va}`, B `{vb}`" +
+                     (f" (and {more} more)" if more else ""))
+    plan_diff = [k for k in PLAN_KEYS if k in diff]
+    lines += ["", ("**A repeat**: the same plan, scenarios, kernels, "
+                   "initramfs, emulator and guest size; only the boots' "
+                   "phases differ." if not plan_diff and common else
+                   "**Not a repeat**: " + (", ".join(plan_diff) +
+                                           " differ or were not recorded"
+                                           if plan_diff else
+                                           "no run in common") +
+                   "; the agreement below compares different "
+                   "measurements."), "", "## Verdicts", ""]
+    pairs = verdicts(an_a, an_b)
+    same = [p for p in pairs if p[2] == p[3]]
+    leads = [p for p in pairs if p[1] == an_a.get("lead", {}).get(
+        p[0].split("/")[0], "p99")]
+    found = [p for p in pairs if "lower" in (p[2], p[3]) or
+             "higher" in (p[2], p[3])]
+    lines.append(f"{len(same)} of {len(pairs)} comparisons agree"
+                 + (f" ({100 * len(same) / len(pairs):.1f}%)" if pairs
+                    else "") +
+                 f"; lead metrics {sum(p[2] == p[3] for p in leads)} of "
+                 f"{len(leads)}; findings (lower or higher in either) "
+                 f"{sum(p[2] == p[3] for p in found)} of {len(found)}.")
+    differ = [p for p in pairs if p[2] != p[3]]
+    if differ:
+        lines += ["", "| cell | metric | A | B |", "|---|---|---|---|"]
+        lines += [f"| {k} | {m} | {x} | {y} |" for k, m, x, y in differ]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,2 @@
+"""What every stage shares: paths, logging, the store, the variant
+and metric declarations, statistics."""

@@ -1,0 +1,161 @@
+"""Build the lab's own guest code: the test module and the programs.
+
+The module is built against each variant's tree and objects (it must
+match the kernel it is loaded into; build.ensure_tree brings the shared
+tree back to the variant first); the programs (guest/probe,
+guest/udpsink, guest/blkbatch) are ordinary userspace C, built once.
+Sources are copied into the cache and built there, so the checkout
+stays clean, and each result is cached by the content of its sources
+and, for the module, of the kernel it is built for.
+"""
+import hashlib
+import shutil
+import shlex
+import subprocess
+import tempfile
+from pathlib import Path
+
+from . import kernel as build, initramfs, rtlabuild
+from ..base import paths
+from ..base.log import LabError, info
+
+MODULE_SRC = paths.GUEST_DIR / "softirq_load"
+MODULE_NAME = "softirq_load.ko"
+# userspace programs: the folder under guest/ and the binary it makes
+PROGRAMS = {"probe": "softirq_probe", "udpsink": "udpsink",
+            "blkbatch": "blkbatch"}
+
+
+def source_hash(folder: Path) -> str:
+    h = hashlib.sha256()
+    for f in sorted(folder.rglob("*")):
+        if f.is_file() and not f.name.endswith((".o", ".ko", ".cmd")):
+            h.update(str(f.relative_to(folder)).encode() + b"\0")
+            h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def _build_in_copy(src: Path, dest: Path, command, product: str,
+                   what: str) -> Path:
+    """Copy src to dest, run command(copy) there, keep dest/product."""
+    if (dest / product).is_file():
+        return dest / product
+    info(f"building {what}")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    # a copy of this process's own: two processes may build the same
+    with tempfile.TemporaryDirectory(dir=dest.parent,
+                                     prefix=dest.name + ".") as work:
+        tmp = Path(work) / "src"
+        shutil.copytree(src, tmp)
+        r = subprocess.run(command(tmp), capture_output=True, text=True)
+        if r.returncode != 0 or not (tmp / product).is_file():
+            tail = "\n  ".join(
+                (r.stdout + r.stderr).strip().splitlines()[-20:])
+            raise LabError(f"building {what} failed:\n  {tail}")
+        try:
+            tmp.rename(dest)
+        except OSError:
+            if not (dest / product).is_file():   # not another's, finished:
+                shutil.rmtree(dest, ignore_errors=True)  # a broken one
+                tmp.rename(dest)
+    return dest / product
+
+
+def module(variant, built: build.Built) -> Path:
+    """softirq_load.ko built against one variant's kernel (the kernel's
+    own variant, for one that boots another's)."""
+    variant = variant.kernel_variant()
+    key = source_hash(MODULE_SRC)[:12] + "-" + built.meta["hash"][:12]
+    dest = paths.cache_dir() / "modules" / variant.name / key
+    if (dest / MODULE_NAME).is_file():
+        return dest / MODULE_NAME      # no need to switch the shared tree
+    with build.locked(built.tree.name):
+        build.ensure_tree(variant, built)
+        return _build_in_copy(
+            MODULE_SRC, dest,
+            lambda tmp: ["make", "-C", str(built.tree), f"O={built.objdir}",
+                         f"ARCH={build.ARCH}", "LOCALVERSION=", f"M={tmp}",
+                         "modules"],
+            MODULE_NAME, f"{MODULE_NAME} for variant {variant.name}")
+
+
+def program(folder: str) -> Path:
+    """A userspace program of guest/<folder> (the same for every
+    variant)."""
+    src, name = paths.GUEST_DIR / folder, PROGRAMS[folder]
+    dest = paths.cache_dir() / folder / source_hash(src)[:16]
+    return _build_in_copy(src, dest, lambda tmp: ["make", "-C", str(tmp)],
+                          name, name)
+
+
+def initrd(variant, built: build.Built) -> Path:
+    """The variant's initramfs: the common guest plus its module, the
+    programs, and rtla with its libraries."""
+    rtla = rtlabuild.ensure()
+    extra = {"lib/modules/" + MODULE_NAME: module(variant, built),
+             "usr/bin/rtla": rtla}
+    extra.update({"usr/bin/" + name: program(folder)
+                  for folder, name in PROGRAMS.items()})
+    extra.update({lib.lstrip("/"): Path(lib)
+                  for lib in initramfs.shared_libraries(str(rtla))})
+    return initramfs.build(extra=extra, name=variant.name)
+
+
+# Shell words that are not programs, and the words after which a
+# command starts.
+SHELL_WORDS = {"for", "in", "while", "until", "if", "then", "else", "elif",
+               "fi", "do", "done", "case", "esac", "!", "{", "}", "echo",
+               "cd", "exit", "export", "read", "set", "wait", "true",
+               "false", "test", "[", "[[", "exec", "eval", "trap", "shift",
+               "local", "return", "break", "continue", ":", "."}
+COMMAND_STARTS = {";", "|", "||", "&&", "&", "(", "do", "then", "else",
+                  "!", "{"}
+
+
+def programs_in(command: str) -> list:
+    """The programs a background command runs: the first word of each
+    simple command, past assignments, redirections and shell keywords."""
+    lex = shlex.shlex(command, posix=True, punctuation_chars=";&|()")
+    lex.whitespace_split = True
+    out, start = [], True
+    for word in lex:
+        if word in COMMAND_STARTS or word == ";;":
+            start = True
+        elif start and ("=" in word[1:] or word[:1] in "<>" or
+                        word[:1].isdigit() and ">" in word):
+            continue                # X=y, >file, 2>/dev/null
+        elif start:
+            if word not in SHELL_WORDS and not word.startswith("$"):
+                out.append(word)
+            start = False
+    return out
+
+
+def applets() -> set:
+    r = subprocess.run([initramfs.PROGRAMS[0][0], "--list"],
+                       capture_output=True, text=True)
+    return set(r.stdout.split())
+
+
+def own_programs() -> set:
+    """The guest's programs besides busybox's applets: the Debian ones
+    and the lab's (lab/build/initramfs.py, PROGRAMS above, rtla)."""
+    return ({Path(p).name for p, _ in initramfs.PROGRAMS} |
+            {p.name for p in initramfs.GUEST_BIN.iterdir()} |
+            set(PROGRAMS.values()) | {"rtla"})
+
+
+def check_background(scenarios: list) -> None:
+    """Refuse, before any build, a background command that runs a program
+    the guest does not have."""
+    own = own_programs()
+    have = applets() | own
+    for s in scenarios:
+        for command in s.background:
+            missing = [p for p in programs_in(command)
+                       if p.rsplit("/", 1)[-1] not in have]
+            if missing:
+                raise LabError(
+                    f"{s.path}: background: {missing[0]!r} is not a "
+                    f"program in the guest (busybox's applets and "
+                    f"{', '.join(sorted(own))})")

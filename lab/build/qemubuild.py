@@ -1,0 +1,178 @@
+"""Debian's QEMU, rebuilt with the lab's patches (common/qemu/).
+
+QEMU 7.2 runs a 2-vCPU icount guest round-robin on one host thread and
+lets one busy vCPU stand still the other for milliseconds
+(lab/docs/fidelity.md).  The fix is two small QEMU patches.  They are
+applied to the source of the very package installed here (`apt-get source` through
+a private apt configuration, so the system's own is not touched, and
+`dpkg-source -x`, which applies Debian's own patches first), and the
+binary is built once into cache/qemu/<hash>/, keyed by that source
+version, the patches and the configure options.  Nothing is installed.
+"""
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from ..base import paths
+from .kernel import check_disk, locked
+from ..base.log import LabError, fmt_seconds, info
+
+PATCHES_DIR = paths.REPO / "common" / "qemu"
+PACKAGE = "qemu-system-x86"
+BINARY = "qemu-system-x86_64"
+# Only what the lab's guests use: x86-64, virtio, 9p, user networking.
+# The firmware comes from Debian's packages, as for the system's QEMU.
+CONFIGURE = ["--target-list=x86_64-softmmu", "--enable-virtfs",
+             "--enable-slirp", "--disable-docs", "--disable-tools",
+             "--disable-guest-agent", "--disable-gtk", "--disable-sdl",
+             "--disable-vnc", "--disable-opengl", "--disable-spice",
+             "--disable-curses", "--disable-xen", "--disable-werror",
+             "--firmwarepath=/usr/share/qemu:/usr/share/seabios:"
+             "/usr/lib/ipxe/qemu"]
+NEEDED_GB = 1.5
+DEB_SRC = """Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: {codename} {codename}-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb-src
+URIs: http://deb.debian.org/debian-security
+Suites: {codename}-security
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+"""
+
+
+def patches() -> list:
+    return sorted(PATCHES_DIR.glob("*.patch"))
+
+
+def installed_source() -> tuple:
+    """(source package, source version) of the installed QEMU."""
+    r = subprocess.run(["dpkg-query", "-W", "-f",
+                        "${source:Package} ${source:Version}", PACKAGE],
+                       capture_output=True, text=True)
+    if r.returncode != 0 or not r.stdout.strip():
+        raise LabError(f"{PACKAGE} is not installed: `make deps` installs "
+                       f"it")
+    name, version = r.stdout.split()
+    return name, version
+
+
+def build_key(version: str) -> str:
+    h = hashlib.sha256(f"{version}\n{' '.join(CONFIGURE)}\n".encode())
+    for p in patches():
+        h.update(p.name.encode() + p.read_bytes())
+    return h.hexdigest()
+
+
+def folder(key: str) -> Path:
+    return paths.cache_dir() / "qemu" / key[:16]
+
+
+def provenance() -> dict:
+    """What the lab's QEMU is made of (run.json records it)."""
+    name, version = installed_source()
+    key = build_key(version)
+    return {"source": f"{name} {version} (Debian)",
+            "patches": [p.name for p in patches()], "build": key[:16],
+            "binary": str(folder(key) / BINARY)}
+
+
+def ensure() -> Path:
+    """Build the lab's QEMU unless the cache has it; return the binary."""
+    name, version = installed_source()
+    key = build_key(version)
+    out = folder(key)
+    if (out / BINARY).is_file():
+        return out / BINARY
+    with locked(f"qemu-{key[:16]}"):
+        if (out / BINARY).is_file():        # built while we waited
+            return out / BINARY
+        check_disk(paths.cache_dir(), NEEDED_GB, "the QEMU build")
+        started = time.monotonic()
+        info(f"QEMU: building {name} {version} with "
+             f"{len(patches())} lab patches (once, about 5 min)")
+        work = out.with_name(out.name + ".work")
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        tree = _unpacked(name, version, work)
+        _apply_patches(tree)
+        _compile(tree, work / "build")
+        out.mkdir(parents=True, exist_ok=True)
+        # under a temporary name: a copy cut short is never taken as built
+        shutil.copy2(work / "build" / BINARY, out / (BINARY + ".tmp"))
+        os.replace(out / (BINARY + ".tmp"), out / BINARY)
+        (out / "provenance.json").write_text(json.dumps(provenance(),
+                                                        indent=1))
+        shutil.rmtree(work, ignore_errors=True)
+        info(f"QEMU: built in {fmt_seconds(time.monotonic() - started)}")
+    return out / BINARY
+
+
+def _run(cmd: list, cwd: Path, what: str, log: Path) -> None:
+    """Run one step with its output in `log`, kept when it fails."""
+    with open(log, "w") as out:
+        r = subprocess.run(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
+    if r.returncode != 0:
+        tail = log.read_text(errors="replace").splitlines()[-15:]
+        raise LabError(f"QEMU build: {what} failed (log {log}):\n"
+                       + "\n".join(tail))
+
+
+def _unpacked(name: str, version: str, work: Path) -> Path:
+    """Debian's source of `version`, with Debian's patches applied."""
+    apt = work / "apt"
+    (apt / "sources").mkdir(parents=True)
+    (apt / "lists" / "partial").mkdir(parents=True)
+    codename = _codename()
+    (apt / "sources" / "deb-src.sources").write_text(
+        DEB_SRC.format(codename=codename))
+    opts = ["-o", "Dir::Etc::SourceList=/dev/null",
+            "-o", f"Dir::Etc::SourceParts={apt / 'sources'}",
+            "-o", f"Dir::State::Lists={apt / 'lists'}",
+            "-o", "APT::Sandbox::User=root"]
+    _run(["apt-get", *opts, "update"], work,
+         "apt-get update of Debian's source lists (are Debian's mirrors "
+         "reachable?)", work / "apt-update.log")
+    _run(["apt-get", *opts, "source", "--download-only",
+          f"{name}={version}"], work, f"apt-get source {name}={version}",
+         work / "apt-source.log")
+    dsc = next(work.glob(f"{name}_*.dsc"), None)
+    if dsc is None:
+        raise LabError(f"QEMU build: no .dsc for {name} {version} in {work}")
+    _run(["dpkg-source", "-x", dsc.name, "src"], work,
+         f"dpkg-source -x {dsc.name}", work / "dpkg-source.log")
+    return work / "src"
+
+
+def _codename() -> str:
+    for line in Path("/etc/os-release").read_text().splitlines():
+        if line.startswith("VERSION_CODENAME="):
+            return line.split("=", 1)[1].strip('"')
+    raise LabError("/etc/os-release has no VERSION_CODENAME: not Debian?")
+
+
+def _apply_patches(tree: Path) -> None:
+    for p in patches():
+        r = subprocess.run(["patch", "-p1", "--batch", "--forward", "-i",
+                            str(p)], cwd=tree, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise LabError(f"{p}: does not apply to Debian's QEMU source:\n"
+                           + "\n".join((r.stdout + r.stderr).splitlines()
+                                       [-10:]))
+
+
+def _compile(tree: Path, build: Path) -> None:
+    build.mkdir()
+    _run([str(tree / "configure"), *CONFIGURE], build,
+         "configure (missing -dev packages? `make deps`)",
+         build.parent / "configure.log")
+    jobs = str(os.cpu_count() or 1)
+    _run(["nice", "ninja", "-j", jobs, BINARY], build, "ninja",
+         build.parent / "ninja.log")

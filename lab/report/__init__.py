@@ -1,0 +1,2 @@
+"""Stage 4: write reports, the front page's answer and the reports
+index."""

@@ -1,0 +1,164 @@
+"""Turn run folders into a report: report.txt, report.md, plots, data/.
+
+Reads only what the runs wrote (via lab/analyse/results.py), so it can be run
+again, anywhere the results folder was copied, without booting anything.
+The analysis is lab/analyse/analysis.py, the text lab/report/text.py, the
+figures lab/report/plots.py; this module writes them into the folder.
+"""
+import time
+from pathlib import Path
+
+from ..analyse import analysis, results
+from ..base import paths, store
+from . import (plots as report_plots, sweeps as report_sweeps,
+               text as report_text, traces as report_traces)
+from ..analyse.analysis import _median
+
+
+# vectors that run less often than this in every cell of a scenario are
+# left out of its table of handler runs
+RATE_MIN_PER_S = 1.0
+
+
+def softirq_rate_table(a: dict) -> list:
+    """report.md's tables of each vector's handler runs per second, per
+    scenario: the median boot, and the boots' range."""
+    out = []
+    for scen in a["scenarios"]:
+        rows = [(v, a["cells"][f"{scen}/{v}"]["softirqs_per_s"])
+                for v in a["variants"]
+                if a["cells"].get(f"{scen}/{v}", {}).get("softirqs_per_s")]
+        vecs = [v for v in results.VECTORS
+                if any(max(r[v]) >= RATE_MIN_PER_S for _, r in rows)]
+        if not rows or not vecs:
+            continue
+        out += [f"{scen}:", "", "| variant | boots | " +
+                " | ".join(vecs) + " |", "|---|---|" + "---|" * len(vecs)]
+        for var, r in rows:
+            out.append(f"| {var} | {len(r[vecs[0]])} | " + " | ".join(
+                f"{_median(r[v]):.0f} ({min(r[v]):.0f}-{max(r[v]):.0f})"
+                for v in vecs) + " |")
+        out.append("")
+    return out
+
+
+def markdown(text: str, images: list, command: str,
+             trace_text: list = (), accounting: list = (),
+             rates: list = (), lengths: list = ()) -> str:
+    timelines = [i for i in images if i.startswith("timeline-")]
+    md = ["# softirq-rt lab report", "",
+          f"Made with `{command}`; the raw results are in `data/`.", "",
+          "```", text.rstrip(), "```", ""]
+    if trace_text:
+        md += ["## Causes of the worst cases", "", "```",
+               *trace_text, "```", ""]
+    if accounting:
+        md += ["## Where softirq work ran (traced boots)", "",
+               "Share of one CPU each vector took over the trace phase, "
+               "run inline (on interrupt exit or at local_bh_enable, on "
+               "top of whatever task was current) or in ksoftirqd, and "
+               "how often work was handed to ksoftirqd: its wake-ups per "
+               "second; among them the early stops, a wake-up straight "
+               "after a handler's exit on the same CPU (a time or restart "
+               "limit, need_resched, or a variant's own break or "
+               "deferral); and per vector, how often it was still pending "
+               "at such a stop.  From the trace's softirq_raise/entry/exit "
+               "and sched_waking events, mean over the traced boots.  The "
+               "last column is the share of cyclictest's traced samples "
+               "that ran on CPU0, where most scenarios raise their "
+               "softirqs.", "",
+               *accounting]
+    if rates:
+        md += ["## Softirq handler runs per vector (every boot)", "",
+               "Runs of each vector's handler per guest second of the "
+               "measurement, from /proc/softirqs before and after it: the "
+               "median boot, and the range over the cell's boots.  "
+               "ksoftirqd's CPU time over the same window is the cost "
+               "metric ksoftirqd_cpu_percent.", "", *rates]
+    if lengths:
+        md += ["## How long softirq handlers ran (traced boots)", "",
+               "Each run of a vector's handler in the trace phase, from "
+               "softirq_entry to softirq_exit on its task (hard "
+               "interrupts inside it, and on PREEMPT_RT preemption inside "
+               "it, included); vectors whose longest run is under "
+               f"{report_traces.HANDLER_MIN_US} us left out.  Where the "
+               "test module is loaded its vector's runs include its "
+               "fixed spin; elsewhere they are the kernel's own, from "
+               "the emulated devices.", "", *lengths]
+    curves = [i for i in images if i.startswith("overload-")]
+    if curves:
+        md += ["## Overload curves", "", *[f"![{i}]({i})" for i in curves],
+               ""]
+    md += ["## Tail latency per boot", "", "![p99 and max](tails.png)", ""]
+    md += ["## Share of samples above a latency, per boot", ""]
+    md += [f"![{i}]({i})" for i in images if i.startswith("survival-")]
+    if "histograms.png" in images:
+        md += ["", "## Latency histograms (OSADL's form: 1 us bins, boots "
+               "pooled)", "", "![histograms](histograms.png)"]
+    if timelines:
+        md += ["", "## Worst cases, from traces", "",
+               "Each variant's worst captured sample per scenario: one row "
+               "per guest CPU, tasks below, softirqs and hard irqs above, "
+               "the latency window shaded, time in ms from the expected "
+               "wake-up. `data/trace-<scenario>-<variant>.json` holds that "
+               "window for the Perfetto UI (ui.perfetto.dev); the whole "
+               "trace (`trace.dat`, for KernelShark) stays in the run "
+               "folder that `data/<variant>-<scenario>-boot1.json` "
+               "names.", ""]
+        md += [f"![{i}]({i})" for i in timelines]
+    return "\n".join(md) + "\n"
+
+
+def portable(data, root: Path):
+    """`data` with no path of this host: run folders relative to the
+    results folder, the cache as $LAB_CACHE."""
+    prefixes = ((f"{root.resolve()}/", ""), (f"{root}/", ""),
+                (str(paths.cache_dir()), "$LAB_CACHE"))
+    if isinstance(data, dict):
+        return {k: portable(v, root) for k, v in data.items()}
+    if isinstance(data, list):
+        return [portable(v, root) for v in data]
+    if isinstance(data, str):
+        for prefix, short in prefixes:
+            data = data.replace(prefix, short)
+    return data
+
+
+def write(root: Path, out: Path, descriptions: dict, command: str,
+          variants=None, scenarios=None, busy=(), lead=None) -> Path:
+    """`lead`: {scenario: the latency metric its rows lead with}, p99
+    where not named."""
+    runs = analysis.load(root, variants, scenarios)
+    traces = report_traces.analyse(runs)
+    a = analysis.analyse(runs, traces, busy=set(busy), lead=lead)
+    a["traces"] = traces
+    a["sweeps"] = report_sweeps.analyse(runs)
+    a["command"] = command
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "data").mkdir(exist_ok=True)
+    # one summary per run, gzip'd: 360 runs of plain JSON are 6 MB, a
+    # published report stays under 5 MB
+    for r in runs:
+        name = f"{r['variant']}-{r['scenario']}-boot{r['boot']}.json.gz"
+        store.write_json_gz(out / "data" / name, portable(r, root))
+    store.write_json(out / "data" / "analysis.json", portable(a, root),
+                     compact=True)
+    text = report_text.text_report(runs, a, descriptions)
+    store.write_text(out / "report.txt", text)
+    images = report_plots.plots(runs, a, out) + report_traces.files(
+        a["traces"], a["variants"], a["scenarios"], out) + \
+        report_sweeps.plots(a["sweeps"], a["variants"], out)
+    store.write_text(out / "report.md", markdown(
+        text, images, command, report_traces.text(
+            traces, a["variants"], a["scenarios"]),
+        report_traces.accounting_table(traces, a["variants"],
+                                       a["scenarios"]),
+        softirq_rate_table(a),
+        report_traces.handler_table(traces, a["variants"], a["scenarios"],
+                                    a["module_args"])))
+    return out
+
+
+def default_folder(name: str) -> Path:
+    from ..base import paths
+    return paths.REPO / "reports" / f"{time.strftime('%Y-%m-%d')}-{name}"

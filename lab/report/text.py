@@ -1,0 +1,470 @@
+"""report.txt: the analysis (lab/analyse/analysis.py) as plain text of at most
+72 columns, for a reply on the list: the summary, the setup, the rules,
+and per scenario its rows, verdicts, tail quantiles and costs.
+"""
+import re
+from collections import defaultdict
+
+from ..base import kconfig, paths, stats
+from . import sweeps as report_sweeps, traces as report_traces
+from ..analyse.analysis import NULL_LIMIT_US, TAIL_METRICS, _median, lead_of
+from ..base.textfmt import WIDTH, fmt_us, wrap as _wrap
+
+
+MODELS = {"PREEMPT_RT": "PREEMPT_RT", "PREEMPT": "full preemption "
+          "(CONFIG_PREEMPT)", "PREEMPT_DYNAMIC": "preemption chosen at "
+          "boot (PREEMPT_DYNAMIC)", "": "voluntary or no preemption"}
+
+
+def kernel_setup(runs: list) -> str:
+    """HZ, from the fragment every variant shares (the build verifies
+    that the kernels have it), and each variant's preemption model, as
+    its booted kernel names it in the banner: the most common one, and
+    the variants with another."""
+    req = {r.option: r.value for r in
+           kconfig.parse_fragment(paths.COMMON_CONFIG)}
+    hz = next((o[len("CONFIG_HZ_"):] for o, v in req.items()
+               if o.startswith("CONFIG_HZ_") and v == "y"), "?")
+    # a variant's model from any of its runs whose console has the banner
+    # (a failed or LAVA run may have none)
+    model = {}
+    for r in runs:
+        if r.get("preemption") is not None or r["variant"] not in model:
+            model[r["variant"]] = r.get("preemption")
+    per = defaultdict(list)
+    for var in sorted(model):
+        per[MODELS.get(model[var], "not in the boot log")].append(var)
+    ranked = sorted(per.items(), key=lambda kv: -len(kv[1]))
+    out = f"HZ={hz}, {ranked[0][0]}" if ranked else f"HZ={hz}"
+    for model, names in ranked[1:]:
+        out += f", {model} for {', '.join(names)}"
+    return out
+
+
+def _medium(r0: dict) -> str:
+    acc = r0["qemu"]["accel"]
+    if acc["name"] == "tcg" and any("icount" in a for a in acc["args"]):
+        m = re.search(r"icount-slice=(\d+)", " ".join(acc["args"]))
+        turns = (f"in turns of at most {int(m.group(1)) // 1000} us" if m
+                 else "in turn")
+        return ("virtual time under icount (QEMU TCG: each instruction a "
+                f"fixed time, vCPUs run {turns}), not hardware time")
+    return f"QEMU, accelerator {acc['name']}"
+
+
+def _setup_lines(runs: list, a: dict, descriptions: dict) -> list:
+    r0 = runs[0]
+    q = r0["qemu"]
+    per = defaultdict(list)     # (version, source) -> variants
+    for var in a["variants"]:
+        r = next(r for r in runs if r["variant"] == var)
+        per[(r["kernel"]["kernel_version"],
+             r["variant_conf"].get("source", "6.1"))].append(var)
+    out = _wrap("Kernel: " + "; ".join(
+        f"Linux {version} (Debian linux-source-{source}) for "
+        f"{', '.join(vs)}" for (version, source), vs in per.items())
+        + f"; {kernel_setup(runs)}.", "  ")
+    emulator = q["accel"].get("emulator")
+    which = (f"the lab's QEMU ({emulator['source']} with "
+             f"{', '.join(emulator['patches'])}; build {emulator['build']})"
+             if emulator else q["qemu_version"])
+    sizes = sorted({(r.get("cpus", 2), r.get("memory_mb", 1024))
+                    for r in runs})
+    out += _wrap(f"Guest: {which}, "
+                 + " or ".join(f"{c} vCPUs and {m} MB" for c, m in sizes)
+                 + (" (each scenario's below)" if len(sizes) > 1 else "")
+                 + ", "
+                 f"{' '.join(q['accel']['args'])}"
+                 + (f", guest {q['accel']['append']}"
+                    if q['accel'].get('append') else "")
+                 + (" (one CPU at boot, as every icount setting; init "
+                    "brings the other CPUs online before any test)"
+                    if "maxcpus=1" in q['accel'].get('append', "") else "")
+                 + ".", "  ")
+    out += _wrap(f"Host CPU: {q['host_cpu']}.", "  ")
+    out += _wrap("cyclictest -p 99 -m, threads free to move (affinity "
+                 "widened after start; samples before that dropped); a "
+                 "random phase per boot between the periodic loads and "
+                 "cyclictest (seed in run.json).", "  ")
+    for scen in a["scenarios"]:
+        r = next(x for x in runs if x["scenario"] == scen)
+        env = r.get("plan_env") or {}
+        pin = env.get("PIN", "")
+        size = f"{r.get('cpus', 2)} vCPUs, " if len(sizes) > 1 else ""
+        out += _wrap(f"{scen}: {size}{env.get('DURATION', '?')} s, "
+                     f"cyclictest "
+                     f"{env.get('CYCLICTEST', '?')}"
+                     + (f" pinned to CPU{pin}" if str(pin) else "") + "; "
+                     + ("synthetic load (the softirq_load module)"
+                        if env.get("MODULE_ARGS") else "natural load")
+                     + ".", "    ")
+    return out
+
+
+def _by_scenario(pairs: list, variants: list,
+                 bases=("baseline",)) -> str:
+    """'long-block (zijlstra), idle' from (variant, scenario) pairs: a
+    scenario without a list holds for every compared variant."""
+    per = defaultdict(list)
+    for var, scen in pairs:
+        per[scen].append(var)
+    others = [v for v in variants if v not in bases]
+    return ", ".join(scen if sorted(vs) == sorted(others) else
+                     f"{scen} ({', '.join(vs)})" for scen, vs in per.items())
+
+
+def _summary(runs: list, a: dict) -> list:
+    """At most SUMMARY_LINES lines: what was compared, the medium, what
+    holds, what could not be decided and why."""
+    boots = sorted({len(c["boots"]) for c in a["cells"].values()}) or [0]
+    span = str(boots[0]) if boots[0] == boots[-1] else \
+        f"{boots[0]}-{boots[-1]}"
+    lines = [f"{_n(len(a['variants']), 'kernel')} x "
+             f"{_n(len(a['scenarios']), 'scenario')}, {span} boots per "
+             f"cell, one value per boot.",
+             "Medium: " + _medium(runs[0]) + "."]
+    holds, few, none, fdr = defaultdict(list), [], [], []
+    for key, c in a["cells"].items():
+        scen, var = key.split("/")
+        vs = c.get("vs_baseline", {}).get(lead_of(a, scen))
+        if vs and vs["shown"] in ("lower", "higher"):
+            holds[f"{var} {vs['shown']}"].append(f"{scen} {effect(vs)}")
+        elif vs and vs["shown"] == "not enough boots":
+            few.append((var, scen))
+        elif vs and vs["shown"] == "n.s.":
+            none.append((var, scen))
+        elif vs and vs["shown"] == "withheld (FDR)":
+            fdr.append((var, scen))
+    # lines with a shorter form (counts; the rows below list them), used
+    # from the last such line back while the summary does not fit
+    n_holds = sum(len(v) for v in holds.values())
+    label = _lead_label(a)
+    lines.append((f"{label} holds (rank test, 5+ boots): " + (
+        "; ".join(f"{k} in {', '.join(v)}" for k, v in holds.items())
+        if holds else "nothing") + ".",
+        f"{label} holds (rank test, 5+ boots) in {n_holds} comparisons, "
+        f"marked lower or higher below."))
+    others = (f"the other {len(none)} comparison"
+              f"{'s' if len(none) > 1 else ''}")
+    if none:
+        # the list is in the per-scenario rows; a count keeps the summary
+        # whole within its lines
+        lines.append(f"No difference detected in {others} (n.s. below).")
+    if fdr:
+        lines.append(("Significant alone, not among the report's "
+                      "comparisons (withheld (FDR)): " + _by_scenario(
+                          fdr, a["variants"], set(a["bases"].values()))
+                      + ".", f"Withheld (FDR): {len(fdr)} comparisons, "
+                      f"marked below."))
+    if few:
+        lines.append("Too few boots: " + _by_scenario(
+            few, a["variants"], set(a["bases"].values())) + ".")
+    if a["withheld"]:
+        lines.append("Withheld (emulator): " + ", ".join(a["withheld"])
+                     + ".")
+    tally = defaultdict(int)
+    for c in a["cells"].values():
+        if "prediction" in c:
+            tally[c["prediction"]["outcome"]] += 1
+    if tally:
+        lines.append("Predictions: " + ", ".join(
+            f"{n} {k}" for k, n in sorted(tally.items())) + ".")
+    forms = sum(isinstance(line, tuple) for line in lines)
+
+    def wrapped(short: int) -> list:
+        """The summary with the last `short` two-form lines short."""
+        out, seen = [], 0
+        for line in lines:
+            if isinstance(line, tuple):
+                seen += 1
+                line = line[1] if seen > forms - short else line[0]
+            out += _wrap(line, "  ")
+        return out
+    for short in range(forms + 1):
+        out = wrapped(short)
+        if len(out) <= SUMMARY_LINES:
+            return out
+    raise AssertionError("summary too long:\n" + "\n".join(out))
+
+
+SUMMARY_LINES = 10
+
+
+def _lead_label(a: dict) -> str:
+    """'p99', or 'p99 (max in cover-letter, qais)' where scenarios lead
+    with another metric."""
+    others = defaultdict(list)
+    for scen in a["scenarios"]:
+        m = lead_of(a, scen)
+        if m != "p99":
+            others[m].append(scen)
+    if not others:
+        return "p99"
+    if len(others) == 1 and len(next(iter(others.values()))) == \
+            len(a["scenarios"]):
+        return next(iter(others))
+    return "p99 (" + "; ".join(f"{m} in {', '.join(ss)}"
+                               for m, ss in others.items()) + ")"
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")
+
+
+def _name_width(a: dict) -> int:
+    """The variant column: 10, or wider for a longer name."""
+    return max([10] + [len(v) + 1 for v in a["variants"]])
+
+
+def _cell_rows(a: dict, scen: str) -> list:
+    n = _name_width(a)
+    lead = lead_of(a, scen)
+    head = f"  {'variant':<{n}}{lead + ' per boot (us)':<28}{'>1ms':>6}" \
+        f"{'missed':>7}  {lead} vs base"
+    out = [head if len(head) <= WIDTH else
+           head.replace(f"{lead} vs", "vs")]
+    cells = {var: a["cells"].get(f"{scen}/{var}") for var in a["variants"]}
+    words = {var: _verdict_word(c.get("vs_baseline", {}).get(lead))
+             for var, c in cells.items() if c and c["boots"]}
+    # a long name and the longest verdict take room from the values
+    # column, the same in every row; values that do not fit go on lines
+    # of their own
+    col = max(0, min(28, WIDTH - (2 + n + 6 + 7 + 2 +
+                                  max(map(len, words.values()),
+                                      default=0))))
+    for var, c in cells.items():
+        if var not in words:
+            out.append(f"  {var:<{n}}no finished run with free threads")
+            continue
+        pb = c["per_boot"]
+        vals = " ".join(fmt_us(v) for v in pb[lead])
+        over = _median_pct(pb["over_1ms"])
+        missed = _median_pct(pb["missed"])
+        word = words[var]
+        if len(vals) < col:
+            out.append(f"  {var:<{n}}{vals:<{col}}{over:>6}{missed:>7}  "
+                       f"{word}".rstrip())
+        else:
+            out.append(f"  {var:<{n}}{'':<{col}}{over:>6}{missed:>7}  "
+                       f"{word}".rstrip())
+            out += _wrap(vals, "      ")
+        if c["pinned_boots"]:
+            out.append(f"      boots {c['pinned_boots']} left out: "
+                       f"threads not placed as asked")
+    return out
+
+
+def _median_pct(values: list) -> str:
+    m = _median(values)
+    return f"{100 * m:.1f}%" if m == m else "-"
+
+
+def effect(vs: dict) -> str:
+    """The size of a difference: the ratio of medians, or where the
+    base's median is 0 the difference itself."""
+    if vs.get("ratio") is None:
+        return f"{vs['median'][0] - vs['median'][1]:+.3g} (base 0)"
+    return f"x{vs['ratio']:.2f}"
+
+
+def _verdict_word(vs, detail: bool = False) -> str:
+    """The verdict as printed; with `detail`, an n.s. that the test found
+    but the effect rules did not count says so ("n.s. (lower x0.83,
+    under 1.5x)"): detected, not a finding."""
+    if not vs:
+        return ""
+    if detail and vs["shown"] == "n.s." and vs.get("under"):
+        return (f"n.s. ({vs['direction']} {effect(vs)}, under "
+                f"{vs['under']})")
+    if vs["shown"] == "not enough boots":
+        n, base = vs["boots"]
+        return f"too few ({n})" if n < stats.MIN_BOOTS else \
+            f"too few (base {base})"
+    if vs["shown"].startswith(("withheld", "n.s.")):
+        return vs["shown"]
+    return f"{vs['shown']} {effect(vs)}"
+
+
+def _bases_text(a: dict) -> str:
+    per = defaultdict(list)
+    for var, base in a["bases"].items():
+        if var != base:
+            per[base].append(var)
+    return "; ".join(f"{b} for {', '.join(sorted(vs))}"
+                     for b, vs in sorted(per.items())) or "none compared"
+
+
+def _beside_lead(a: dict, scen: str, var: str) -> list:
+    """One variant's other tail quantiles: median over boots and verdict
+    (a quantile that no boot had the samples for is left out)."""
+    c = a["cells"].get(f"{scen}/{var}")
+    if not c or not c["boots"]:
+        return []
+    parts = []
+    for m in TAIL_METRICS:
+        if m == lead_of(a, scen):
+            continue
+        med = _median(c["per_boot"].get(m, []))
+        if med != med:
+            continue
+        word = _verdict_word(c.get("vs_baseline", {}).get(m), detail=True)
+        value = f"{100 * med:.3f}%" if m == "over_1ms" else fmt_us(med)
+        parts.append(f"{m} {value}" + (f" {word}" if word else ""))
+    line = f"{var}: " + "; ".join(parts)
+    return _wrap(line if line.endswith(".") else line + ".", "    ") \
+        if parts else []
+
+
+def _p_and_q(cmp: dict) -> str:
+    """'p = 0.008, q = 0.03': the test's two-sided p and, for a printed
+    comparison, its false-discovery-adjusted q."""
+    p = cmp.get("p", min(1.0, 2 * min(cmp["p_lower"], cmp["p_higher"])))
+    q = cmp.get("q")
+    if q is None:
+        return stats.fmt_p(p)
+    # three decimals: q = 0.0496 must not read as 0.05
+    return stats.fmt_p(p) + (", q < 0.001" if q < 0.001 else
+                             f", q = {q:.3f}")
+
+
+def _detail(a: dict, scen: str) -> list:
+    out = []
+    lead = lead_of(a, scen)
+    for var in a["variants"]:
+        gen = a["cells"].get(f"{scen}/{var}", {}).get("vs_other_generation")
+        if gen:
+            word = _verdict_word(dict(gen, shown=gen.get("shown",
+                                                         gen["verdict"])))
+            out += _wrap(f"{var} against baseline, across source "
+                         f"generations (not like for like): p99 "
+                         f"{word.rstrip('.')}.", "    ")
+        vs = a["cells"].get(f"{scen}/{var}", {}).get("vs_baseline", {})
+        p = vs.get(lead)
+        if p and p["shown"] == "withheld" and p["verdict"] not in (
+                "n.s.", "not enough boots"):
+            out += _wrap(f"{var}: the test alone would say {lead} "
+                         f"{p['verdict']} {effect(p)} "
+                         f"({_p_and_q(p)}); withheld as above.", "    ")
+        if p and p["shown"] == "withheld (FDR)":
+            out += _wrap(f"{var}: {lead} {p['verdict']} {effect(p)} "
+                         f"alone ({_p_and_q(p)}), not among its "
+                         f"{a.get('family_size', 0)} comparisons: more "
+                         f"boots would decide it.", "    ")
+        if p and p["shown"].split()[-1] in ("lower", "higher"):
+            lo, hi = p["shift_interval"]
+            out += _wrap(f"{var}: {lead} shift {fmt_us(p['shift'])} us "
+                         f"[{fmt_us(lo)}, {fmt_us(hi)}], {_p_and_q(p)}, "
+                         f"base's spread {fmt_us(p['spread'])} us.",
+                         "    ")
+        if lead != "p99":
+            out += _beside_lead(a, scen, var)
+        pred = a["cells"].get(f"{scen}/{var}", {}).get("prediction")
+        if pred:
+            cmp = vs.get(pred["metric"], {})
+            out += _wrap(f"{var}: predicted {pred['metric']} "
+                         f"{pred['expected']} ({pred['why']}): "
+                         f"{pred['outcome']} ({cmp.get('shown', 'no data')})"
+                         f".", "    ")
+    return out
+
+
+def text_report(runs: list, a: dict, descriptions: dict) -> str:
+    out = _wrap("softirq-rt lab: " + " vs ".join(a["variants"])) + \
+        ["", "Summary"]
+    out += _summary(runs, a)
+    out += ["", "Setup"] + _setup_lines(runs, a, descriptions)
+    out += ["", "Rules"] + _wrap(
+        f"Verdicts compare per-boot values with the base's (the "
+        f"unpatched kernel of the variant's own source generation: "
+        f"{_bases_text(a)}): a two-sided "
+        f"exact permutation test of ranks (Mann-Whitney), p < "
+        f"{stats.ALPHA}, and q < {stats.FDR} after Benjamini-Hochberg over "
+        f"the {a.get('family_size', 0)} comparisons printed here; medians "
+        f"{stats.RATIO}x apart or more (where the base's median is 0, "
+        f"the difference instead of a ratio); and a "
+        f"Hodges-Lehmann shift larger than the base's boot-to-boot "
+        f"spread (interquartile range) and at least the "
+        f"metric's floor (5 us for latencies; lab/base/metrics.py); "
+        f"a significant shift that misses the ratio or the floor is n.s. "
+        f"At least "
+        f"{stats.MIN_BOOTS} boots per cell, else 'too few (n)'. "
+        f"'withheld': the scenario keeps every vCPU busy and the null "
+        f"control of its guest size (null-hog, null-hog-4cpu...) shows "
+        f"emulator latency over "
+        f"{fmt_us(NULL_LIMIT_US)} us, or traces that agree with "
+        f"cyclictest blame the emulator for its worst cases. 'withheld "
+        f"(spread)': significant, but the shift is within the base's "
+        f"spread. 'withheld (FDR)': p < {stats.ALPHA}, but q is not "
+        f"under {stats.FDR}. 'too few (base n)': the base has n boots. "
+        f">1ms and missed (periods cyclictest skipped, of those due) are "
+        f"medians over boots. Latencies in microseconds.", "  ")
+    for scen in a["scenarios"]:
+        out += [""] + _wrap(f"{scen}: {descriptions.get(scen, '')}", "  ")
+        out += _cell_rows(a, scen)
+        if scen in a["withheld"]:
+            out += _wrap(f"withheld: {a['withheld'][scen]}.", "    ")
+        out += _detail(a, scen)
+        out += report_traces.cause_lines(a.get("traces", {}),
+                                         a["variants"], scen)
+        out += _probe_rows(a, scen) + _cost_rows(a, scen)
+    out += report_sweeps.text(a.get("sweeps", {}), a["variants"])
+    if a.get("traces"):
+        out += [""] + _wrap("Causes of the worst cases and the tracing "
+                            "overhead, in full: report.md.")
+    if a["failed"]:
+        per = {v: sum(f["variant"] == v for f in a["failed"])
+               for v in a["variants"]}
+        out += [""] + _wrap("Failed runs (kept, not counted): " + ", ".join(
+            f"{v} {n}" for v, n in per.items()), "  ")
+        for f in a["failed"]:
+            # the first line names the failure; a quote follows a colon
+            why = f["reason"].splitlines() or [""]
+            first = " ".join(why[:2]) if why[0].endswith(":") else why[0]
+            out += _wrap(f"- {f['variant']} {f['scenario']} boot "
+                         f"{f['boot']}: {first}", "  ")
+    too_long = [line for line in out if len(line) > WIDTH]
+    assert not too_long, f"report line over {WIDTH} columns: {too_long[0]}"
+    return "\n".join(out) + "\n"
+
+
+def _probe_rows(a: dict, scen: str) -> list:
+    rows = [(v, a["cells"][f"{scen}/{v}"]["probe"]) for v in a["variants"]
+            if "probe" in a["cells"].get(f"{scen}/{v}", {})]
+    if not rows:
+        return []
+    pinned = " -P" in f" {a['probe_args'].get(scen, '')} "
+    out = _wrap("probe, RT task woken inside the handler" + (
+        ", pinned to CPU0" if pinned else "") + " (wake-ups issued in "
+        "time):", "  ")
+    n = _name_width(a)
+    for var, p in rows:
+        out.append(f"  {var:<{n}}median {fmt_us(p['median_us'])}, p99 "
+                   f"{fmt_us(p['p99_us'])}, moved {p['moved'] * 100:.0f}% "
+                   f"({p['valid']}/{p['samples']})")
+    return out
+
+
+def _cost_rows(a: dict, scen: str) -> list:
+    """The cost metrics per variant: medians, with verdicts unless the
+    scenario is withheld."""
+    cells = [(v, a["cells"][f"{scen}/{v}"]) for v in a["variants"]
+             if f"{scen}/{v}" in a["cells"]]
+    names = sorted({m for _, c in cells for m in c["cost"]
+                    if m != "ksoftirqd_cpu_percent"})
+    if not names and scen != "cost":
+        return []
+    out = ["  cost, median over boots " + ("(shown only: withheld):"
+                                          if scen in a["withheld"] else
+                                          "(verdict against baseline):")]
+    for var, c in cells:
+        parts = []
+        for m in names + ["ksoftirqd_cpu_percent"]:
+            v = _median(c["cost"].get(m, []))
+            if v != v:
+                continue
+            vs = c.get("vs_baseline", {}).get(m)
+            word = f" {_verdict_word(vs, detail=True)}" if vs and \
+                scen not in a["withheld"] else ""
+            parts.append(f"{m} {v:.3g}{word}")
+        out += _wrap(f"{var}: " + ", ".join(parts), "  ")
+    return out

@@ -1,0 +1,2 @@
+"""Stage 2: boot guests under the scenarios, on a runner, into run
+folders."""

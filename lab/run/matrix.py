@@ -1,0 +1,122 @@
+"""The comparison matrix: variants x scenarios x boots, resumable.
+
+Each run has its own folder, results/<variant>/<scenario>/boot-<k>/, and
+is finished once its run.json says "ok" or "failed" (written atomically
+after the guest ends).  A re-run skips finished runs whose kernel and
+scenario are unchanged, redoes runs that were cut off ("running"), and
+redoes runs made from another kernel or scenario file.  A failed run is
+recorded with its reason and the matrix goes on.  A run made under
+another emulation setting (accelerator options) is redone too, so one
+results folder never mixes settings.
+"""
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..build import kernel as build, guestbuild
+from ..base import paths
+from . import qemu, runfolder
+from ..base.log import info
+from .runners import local
+
+BOOT_OVERHEAD_S = 8           # boot and shutdown, measured: 15-25 s a run
+
+
+def results_root(runner: str = "local") -> Path:
+    """Each runner's runs go to their own folder: a results folder never
+    mixes runners (LAVA's QEMU has a few devices more, lab/docs/lava.md)."""
+    return paths.BUILD_DIR / ("results" if runner == "local"
+                              else f"results-{runner}")
+
+
+# The first boot of a cell also explains: its trace, rtla and probe
+# phases show why the worst cases happen and where the probe's RT task
+# ran.  The verdicts use every boot's untraced measurement; the phases
+# in every boot doubled the run time for no finding.
+EXPLAINED_BOOTS = 1
+# A trace phase under a flood can outlast its cyclictest many times over:
+# trace-cmd's stop and extract wait for RCU, which a kernel that starves
+# RCU_SOFTIRQ holds up (zijlstra-6.12's nic-rx trace phase: 147-182 s of
+# guest time against mainline's 27 s; the boot took 82-145 s of host
+# time against a watchdog of 144 s).
+TRACE_ROOM_S = 300
+
+
+@dataclass
+class Cell:
+    variant: object       # variants.Variant
+    scenario: object      # scenario.Scenario
+    boot: int
+    # Drawn anew for every run (a redone run too), recorded in run.json.
+    seed: int = field(default_factory=lambda: secrets.randbits(32))
+
+    @property
+    def explained(self) -> bool:
+        return self.boot <= EXPLAINED_BOOTS
+
+    @property
+    def traced(self) -> bool:
+        return bool(self.scenario.trace) and self.explained
+
+    @property
+    def append(self) -> str:
+        """Kernel parameters: the variant's, then the scenario's."""
+        return " ".join(w for w in (self.variant.append,
+                                    self.scenario.append) if w)
+
+    def plan_env(self) -> dict:
+        return self.scenario.plan_env(self.seed, self.explained)
+
+    def expected_seconds(self) -> float:
+        """Guest seconds the plan takes: a trace phase runs cyclictest a
+        second time, and rtla timerlat a third where the scenario asks."""
+        probe = 8 if self.scenario.probe and self.explained else 0
+        phases = 1 + (self.explained and bool(self.scenario.timerlat))
+        trace = self.scenario.trace_seconds if self.traced else 0
+        return self.scenario.duration * phases + trace + \
+            BOOT_OVERHEAD_S + probe
+
+    def watchdog_seconds(self) -> float:
+        """Host seconds before the guest counts as hung: three times the
+        plan's expected time and a minute, and TRACE_ROOM_S more in a
+        traced boot."""
+        return 3 * self.expected_seconds() + 60 + \
+            (self.traced and TRACE_ROOM_S)
+
+    def folder(self, root: Path) -> Path:
+        return root / self.variant.name / self.scenario.name / \
+            f"boot-{self.boot}"
+
+
+def run(variants: list, scenarios: list, boots: int,
+        root: Path = None, accel: qemu.Accel = None, runner=None) -> list:
+    """Run every cell not yet finished; return all cells' run folders.
+
+    `accel` overrides the runner's choice (the fidelity study's
+    settings).  `runner` (lab/run/runners/) boots the guests; by default
+    QEMU here, one guest at a time.
+    """
+    runner = runner or local.Local()
+    root = root or results_root(runner.name)
+    root.mkdir(parents=True, exist_ok=True)
+    initrds = {}
+
+    def make_initrd(variant, built_variant):
+        initrds[variant.name] = guestbuild.initrd(variant, built_variant)
+    built = build.build_all(variants, then=make_initrd)
+    accel = accel or runner.accel(built[variants[0].name].image)
+    info(f"accelerator: {accel.summary()}")
+
+    # Boot-major order: every cell gets its first boot before any gets a
+    # second, so a stopped matrix is still a usable comparison.
+    cells = [Cell(v, s, k) for k in range(1, boots + 1)
+             for s in scenarios for v in variants]
+    todo = [c for c in cells if not runfolder.finished(
+        c.folder(root), built[c.variant.name].meta["hash"],
+        c.scenario.digest, accel, runner.name,
+        runfolder.plan_digest(runfolder.PLAN), c.variant.described())]
+    if len(todo) < len(cells):
+        info(f"{len(cells) - len(todo)} of {len(cells)} runs already done; "
+             f"resuming")
+    runner.run(todo, built, initrds, accel, root)
+    return [c.folder(root) for c in cells]
