@@ -20,16 +20,16 @@ import signal
 from pathlib import Path
 
 from .run import accelerator, boot, health, matrix, runners, scenario, settings
-from .build import kernel as build, guestbuild, qemubuild, rtlabuild
+from .build import kernel, guestbuild, qemubuild, rtlabuild
 from . import fidelity
 from .base import paths, stats, variants
-from .report import publish as report, index as report_index
+from .report import publish, index as report_index
 from .base.log import LabError, info
 
 
 def cmd_build(args) -> int:
     # The test module too, while the shared tree holds each variant.
-    build.build_all(variants.select(args.variants), force=args.force,
+    kernel.build_all(variants.select(args.variants), force=args.force,
                     then=guestbuild.module)
     # and what the guests run in and with, built once
     if accelerator.tcg("build").emulator:
@@ -39,7 +39,7 @@ def cmd_build(args) -> int:
 
 
 def cmd_accel(args) -> int:
-    first = build.build(variants.select(args.variants)[0])
+    first = kernel.build(variants.select(args.variants)[0])
     accel = accelerator.choose(first.image)
     print(accel.summary())
     return 0
@@ -47,7 +47,7 @@ def cmd_accel(args) -> int:
 
 def cmd_health(args) -> int:
     chosen = variants.select(args.variants)
-    built = build.build_all(chosen)
+    built = kernel.build_all(chosen)
     accel = accelerator.choose(built[chosen[0].name].image)
     info(f"accelerator: {accel.summary()}")
     failed = 0
@@ -144,7 +144,7 @@ def cmd_fidelity(args) -> int:
     jobs = args.jobs
     if not args.table_only:
         fidelity.run(chosen, vs, scens, args.boots, root, jobs)
-    out = Path(args.out) if args.out else report.default_folder(args.name)
+    out = Path(args.out) if args.out else publish.default_folder(args.name)
     command = _command(args, "settings", "variants", "scenarios", "boots") \
         + (f" --jobs {','.join(map(str, jobs))}" if jobs != (1,) else "")
     asked = {(s.name, v.name) for s in scens for v in vs}
@@ -174,7 +174,7 @@ def _report_of(name: str, tmp: Path) -> str:
     out = tmp / root.resolve().name
     info(f"{root}: a results folder; its report first, into {out}")
     descriptions, busy, lead = _scenario_facts()
-    report.write(root, out, descriptions, f"python3 -m lab compare "
+    publish.write(root, out, descriptions, f"python3 -m lab compare "
                  f"--results {root}", busy=busy, lead=lead)
     return str(out)
 
@@ -207,11 +207,11 @@ def _scenario_facts() -> tuple:
 
 
 def _report(args, root, names, scens) -> int:
-    out = Path(args.out) if args.out else report.default_folder(args.name)
+    out = Path(args.out) if args.out else publish.default_folder(args.name)
     descriptions, busy, lead = _scenario_facts()
     command = _command(args, "variants", "scenarios", "boots", "jobs",
                        "results", "name")
-    report.write(root, out, descriptions, command, names, scens, busy, lead)
+    publish.write(root, out, descriptions, command, names, scens, busy, lead)
     if out.resolve().parent == report_index.REPORTS:
         report_index.write()
         from .analyse import replicate

@@ -19,7 +19,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from .analyse import analysis, results
-from .build import kernel as build, qemubuild
+from .build import kernel, qemubuild
 from .run import matrix, qemu
 from .base import metrics, paths, stats, store
 from .base.log import info, warn
@@ -42,7 +42,7 @@ def run(settings: list, variants: list, scenarios: list, boots: int,
         folder = root / folder_name(s.name, n)
         folder.mkdir(parents=True, exist_ok=True)
         if s.accel.startswith("kvm"):
-            image = build.build_all(variants[:1])[variants[0].name].image
+            image = kernel.build_all(variants[:1])[variants[0].name].image
             works, why = qemu.probe_kvm(image)
             if not works:
                 warn(f"{s.name}: KVM unusable here: {why}")
@@ -182,7 +182,7 @@ def markdown(rows: list, settings: list, command: str) -> str:
         out += ["", "Guests side by side: per-boot p99 with n guests at "
                 "once against one at a time, by the lab's verdict rule "
                 "(a difference needs p < 0.01, 1.5x and a shift beyond "
-                "the boots' spread). 'none found' is not equivalence "
+                "the base's spread). 'none found' is not equivalence "
                 "proven: with 5 boots only large differences show.", "",
                 "| setting | JOBS | scenario | variant | p99 per boot, one "
                 "guest | p99 per boot, n guests | difference |",

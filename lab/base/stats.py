@@ -17,9 +17,9 @@ variant is compared with baseline on those values:
   the shift is larger than the base cell's boot-to-boot spread (its
   interquartile range: the noise of the reference; a variant whose own
   boots scatter widely far above a tight base still differs) and at
-  least the
-  metric's floor (lab/base/metrics.py, `min_effect`).  A significant shift
-  that misses any of these is "n.s.", with the reason in `under`.
+  least the metric's floor (lab/base/metrics.py, `min_effect`).  A
+  significant shift that misses any of these is "n.s.", with the
+  reason in `under`.
 
 All three must hold, with at least MIN_BOOTS boots on each side; with
 fewer the verdict is "not enough boots".  With 5 boots against 5 the

@@ -1,7 +1,7 @@
 """Build the lab's own guest code: the test module and the programs.
 
 The module is built against each variant's tree and objects (it must
-match the kernel it is loaded into; build.ensure_tree brings the shared
+match the kernel it is loaded into; kernel.ensure_tree brings the shared
 tree back to the variant first); the programs (guest/probe,
 guest/udpsink, guest/blkbatch) are ordinary userspace C, built once.
 Sources are copied into the cache and built there, so the checkout
@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from . import kernel as build, initramfs, rtlabuild
+from . import kernel, initramfs, rtlabuild
 from ..base import paths
 from ..base.log import LabError, info
 
@@ -61,7 +61,7 @@ def _build_in_copy(src: Path, dest: Path, command, product: str,
     return dest / product
 
 
-def module(variant, built: build.Built) -> Path:
+def module(variant, built: kernel.Built) -> Path:
     """softirq_load.ko built against one variant's kernel (the kernel's
     own variant, for one that boots another's)."""
     variant = variant.kernel_variant()
@@ -69,12 +69,12 @@ def module(variant, built: build.Built) -> Path:
     dest = paths.cache_dir() / "modules" / variant.name / key
     if (dest / MODULE_NAME).is_file():
         return dest / MODULE_NAME      # no need to switch the shared tree
-    with build.locked(built.tree.name):
-        build.ensure_tree(variant, built)
+    with kernel.locked(built.tree.name):
+        kernel.ensure_tree(variant, built)
         return _build_in_copy(
             MODULE_SRC, dest,
             lambda tmp: ["make", "-C", str(built.tree), f"O={built.objdir}",
-                         f"ARCH={build.ARCH}", "LOCALVERSION=", f"M={tmp}",
+                         f"ARCH={kernel.ARCH}", "LOCALVERSION=", f"M={tmp}",
                          "modules"],
             MODULE_NAME, f"{MODULE_NAME} for variant {variant.name}")
 
@@ -88,7 +88,7 @@ def program(folder: str) -> Path:
                           name, name)
 
 
-def initrd(variant, built: build.Built) -> Path:
+def initrd(variant, built: kernel.Built) -> Path:
     """The variant's initramfs: the common guest plus its module, the
     programs, and rtla with its libraries."""
     rtla = rtlabuild.ensure()

@@ -22,7 +22,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from . import kernel as build, source
+from . import kernel, source
 from ..base import kconfig, paths, variants
 from ..base.log import LabError, info
 
@@ -184,11 +184,11 @@ def apply_and_export(name: str, patches: list, generation: str,
     apply is named with its file and hunk."""
     repo, _, version = source.unpacked_source(
         paths.packaged_tarball(generation), generation)
-    with build.locked(repo.name):
-        scratch = build.scratch_tree(repo)
+    with kernel.locked(repo.name):
+        scratch = kernel.scratch_tree(repo)
         probe = variants.Variant(name, out, tuple(patches))
         try:
-            build.apply_series(probe, scratch)
+            kernel.apply_series(probe, scratch)
         except LabError as e:
             hint = (f"; the series says it is based on {base} "
                     f"(base-commit), the lab applies it to Linux {version} "

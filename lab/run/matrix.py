@@ -13,7 +13,7 @@ import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..build import kernel as build, guestbuild
+from ..build import kernel, guestbuild
 from ..base import paths
 from . import qemu, runfolder
 from ..base.log import info
@@ -103,7 +103,7 @@ def run(variants: list, scenarios: list, boots: int,
 
     def make_initrd(variant, built_variant):
         initrds[variant.name] = guestbuild.initrd(variant, built_variant)
-    built = build.build_all(variants, then=make_initrd)
+    built = kernel.build_all(variants, then=make_initrd)
     accel = accel or runner.accel(built[variants[0].name].image)
     info(f"accelerator: {accel.summary()}")
 

@@ -8,7 +8,7 @@ virtio-net driver receives them in real NAPI polls (NET_RX), and nothing
 leaves this machine: no tap device, no route, no host configuration.
 Frames the guest sends go to the sender's own socket, which never reads.
 
-The sender runs as its own process (`python3 -m lab.nicload`), so two
+The sender runs as its own process (`python3 -m lab.run.nicload`), so two
 guests side by side do not share one interpreter's lock; it paces to a
 rate in packets per second of host time, or floods, and on SIGTERM
 writes how many frames it handed to the host's kernel.  Under icount the
@@ -125,7 +125,7 @@ def send(sock: socket.socket, port: int, rate: int, record: Path) -> None:
 
 
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(prog="python3 -m lab.nicload",
+    p = argparse.ArgumentParser(prog="python3 -m lab.run.nicload",
                                 description="send UDP frames into a lab "
                                 "guest's NIC (started by the lab)")
     p.add_argument("--fd", type=int, required=True)

@@ -48,7 +48,7 @@ class Accel:
     setting: str = ""  # a lab/run/settings.py name, "" for the lab's choice
     append: str = ""   # guest kernel parameters the setting adds
     pin: bool = False  # pin vCPU thread i to host core i
-    # the lab's QEMU build (lab/qemubuild.provenance()), {} for Debian's
+    # the lab's QEMU build (lab/build/qemubuild.py, provenance()), {} for Debian's
     emulator: dict = field(default_factory=dict)
     # a hard irq longer than this is a vCPU the emulator did not run, not
     # the kernel (lab/analyse/trace.py); None: this emulation does not stall one

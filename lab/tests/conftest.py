@@ -65,8 +65,8 @@ def all_variants():
 @pytest.fixture(scope="session")
 def built(all_variants):
     """Every variant's kernel (cached: built only if its inputs changed)."""
-    from lab.build import kernel as build
-    return {v.name: build.build(v, i, len(all_variants))
+    from lab.build import kernel
+    return {v.name: kernel.build(v, i, len(all_variants))
             for i, v in enumerate(all_variants, 1)}
 
 

@@ -73,6 +73,9 @@ def test_every_module_sits_in_a_stage_package():
     loose = sorted(m for m in imports() if m.count(".") == 1 and
                    m.split(".")[1] not in STAGES + ["__main__", "fidelity"])
     assert not loose, f"put each in a stage's package: {loose}"
+    packages = sorted(p.parent.name for p in LAB.glob("*/__init__.py"))
+    assert packages == sorted(STAGES + ["tests"]), \
+        f"lab/ holds the stages' packages and tests/ only: {packages}"
 
 
 def test_no_stage_imports_from_a_later_one():

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from lab.run import boot, health
-from lab.build import kernel as build, source
+from lab.build import kernel, source
 from lab.base import kconfig, paths, store, variants
 from lab.base.log import LabError
 from lab.tests.conftest import make_variant
@@ -110,10 +110,10 @@ def test_second_build_skips_every_rebuild(built, capsys):
     holds every tree's lock, as another process's build would."""
     with contextlib.ExitStack() as held:
         for tree in sorted({b.tree.name for b in built.values()}):
-            held.enter_context(build.locked(tree))
+            held.enter_context(kernel.locked(tree))
         for i, v in enumerate(ALL, 1):
             started = time.monotonic()
-            again = build.build(v, i, len(ALL))
+            again = kernel.build(v, i, len(ALL))
             assert time.monotonic() - started < 10
             assert again.meta["hash"] == built[v.name].meta["hash"]
     assert capsys.readouterr().out.count("up to date") == len(ALL)
@@ -130,7 +130,7 @@ def test_broken_patch_on_the_packaged_tree_is_named(variant_root, capsys):
                                    "broken.patch\n", {"broken.patch": text}))
     baseline = variants.select("baseline")
     with pytest.raises(LabError) as e:
-        build.build_all([v] + baseline)
+        kernel.build_all([v] + baseline)
     msg = str(e.value)
     assert msg.startswith("1 of 2 variant(s) failed to build (1 built)")
     assert "variant lab-test-broken: patch 1/1 broken.patch does not " \

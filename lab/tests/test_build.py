@@ -4,7 +4,7 @@ import subprocess
 
 import pytest
 
-from lab.build import kernel as build, source
+from lab.build import kernel, source
 from lab.base import paths, variants
 from lab.base.log import LabError
 from lab.tests.conftest import make_variant
@@ -57,7 +57,7 @@ def tree(tmp_path):
 def test_series_applies_with_git_am(tree, variant_root):
     v = variants.load(make_variant(variant_root, "good", "good.patch\n",
                                    {"good.patch": GOOD}))
-    build.apply_series(v, tree)
+    kernel.apply_series(v, tree)
     assert "THREE" in (tree / "demo.c").read_text()
     log = source.git(tree, "log", "--format=%an|%s", "-1").stdout.strip()
     assert log == "A Developer|demo: change line three"
@@ -67,7 +67,7 @@ def test_failed_patch_names_variant_patch_file_and_hunk(tree, variant_root):
     v = variants.load(make_variant(
         variant_root, "mine", "broken.patch\n", {"broken.patch": BROKEN}))
     with pytest.raises(LabError) as e:
-        build.apply_series(v, tree)
+        kernel.apply_series(v, tree)
     msg = str(e.value)
     assert "variant mine: patch 1/1 broken.patch does not apply" in msg
     assert "demo.c hunk #2 (@@ -20,3 +20,3 @@)" in msg
@@ -78,8 +78,8 @@ def test_failed_patch_names_variant_patch_file_and_hunk(tree, variant_root):
 def test_reapplying_resets_to_the_packaged_commit(tree, variant_root):
     v = variants.load(make_variant(variant_root, "good", "good.patch\n",
                                    {"good.patch": GOOD}))
-    build.apply_series(v, tree)
-    build.apply_series(v, tree)      # would conflict if not reset first
+    kernel.apply_series(v, tree)
+    kernel.apply_series(v, tree)      # would conflict if not reset first
     count = source.git(tree, "rev-list", "--count", "HEAD").stdout.strip()
     assert count == "2"
 
@@ -91,30 +91,30 @@ def test_up_to_date_variant_is_not_rebuilt(tmp_path, monkeypatch):
 
     def no_make(*a, **k):
         raise AssertionError("make was called for an up-to-date variant")
-    monkeypatch.setattr(build, "_make", no_make)
+    monkeypatch.setattr(kernel, "_make", no_make)
     v = variants.load(paths.VARIANTS_DIR / "baseline")
-    h = v.content_hash("digest", build.RECIPE)
+    h = v.content_hash("digest", kernel.RECIPE)
     folder = paths.cache_dir() / "kernels" / h[:16]
     folder.mkdir(parents=True)
     (folder / "bzImage").write_bytes(b"kernel")
     (folder / "build.json").write_text(json.dumps(
         {"hash": h, "release": "6.1.192-baseline"}))
-    got = build.build(v)
+    got = kernel.build(v)
     assert got.image == folder / "bzImage"
     # Any change of input misses the cache and reaches make.
     monkeypatch.setattr(source, "unpacked_source",
                         lambda *a: (tmp_path, "other-digest", "6.1.192"))
-    monkeypatch.setattr(build, "_worktree", lambda repo: tmp_path)
-    monkeypatch.setattr(build, "checkout_series", lambda v, t: None)
-    monkeypatch.setattr(build, "mark_tree", lambda t, h: None)
+    monkeypatch.setattr(kernel, "_worktree", lambda repo: tmp_path)
+    monkeypatch.setattr(kernel, "checkout_series", lambda v, t: None)
+    monkeypatch.setattr(kernel, "mark_tree", lambda t, h: None)
     with pytest.raises(AssertionError, match="make was called"):
-        build.build(v)
+        kernel.build(v)
 
 
 def test_failed_hunk_for_missing_file(tmp_path):
     p = tmp_path / "x.patch"
     p.write_text(GOOD)
-    assert build.failed_hunk(p, "error: demo.c: does not exist in index") \
+    assert kernel.failed_hunk(p, "error: demo.c: does not exist in index") \
         == "demo.c: file not in the tree"
 
 
@@ -122,7 +122,7 @@ def test_git_am_is_the_tool(tree, variant_root):
     """The series format is plain git: format-patch output round-trips."""
     v = variants.load(make_variant(variant_root, "good", "good.patch\n",
                                    {"good.patch": GOOD}))
-    build.apply_series(v, tree)
+    kernel.apply_series(v, tree)
     out = subprocess.run(["git", "-C", str(tree), "format-patch", "-1",
                           "--stdout"], capture_output=True, text=True).stdout
     assert "Subject: [PATCH] demo: change line three" in out
@@ -131,49 +131,49 @@ def test_git_am_is_the_tool(tree, variant_root):
 def test_full_disk_is_refused_before_building(tmp_path, monkeypatch):
     class Usage:
         free = 512 * 2**20
-    monkeypatch.setattr(build.shutil, "disk_usage", lambda p: Usage)
+    monkeypatch.setattr(kernel.shutil, "disk_usage", lambda p: Usage)
     with pytest.raises(LabError, match=r"not enough disk space in .*: 0.5 "
                                        r"GB free, a variant build needs"):
-        build.check_disk(tmp_path, build.NEEDED_GB)
+        kernel.check_disk(tmp_path, kernel.NEEDED_GB)
 
 
 def test_tree_left_elsewhere_is_reset_to_the_series(tree, variant_root,
                                                     monkeypatch):
     made = []
-    monkeypatch.setattr(build, "configure", lambda v, t, o, log: None)
-    monkeypatch.setattr(build, "_make", lambda *a, **k: made.append(a))
+    monkeypatch.setattr(kernel, "configure", lambda v, t, o, log: None)
+    monkeypatch.setattr(kernel, "_make", lambda *a, **k: made.append(a))
     v = variants.load(make_variant(variant_root, "good", "good.patch\n",
                                    {"good.patch": GOOD}))
     objdir = tree.parent / "obj"
     (objdir / "include/config").mkdir(parents=True)
     (objdir / "include/config/kernel.release").write_text("6.1.192-good\n")
-    built = build.Built("good", tree, {"hash": "h1", "tree": str(tree),
+    built = kernel.Built("good", tree, {"hash": "h1", "tree": str(tree),
                                        "objdir": str(objdir)})
-    build.ensure_tree(v, built)              # no mark yet: applies
+    kernel.ensure_tree(v, built)              # no mark yet: applies
     assert "THREE" in (tree / "demo.c").read_text()
     broken = variants.load(make_variant(variant_root, "bad", "b.patch\n",
                                         {"b.patch": BROKEN}))
     with pytest.raises(LabError):
-        build.apply_series(broken, tree)     # leaves the tree reset
-    build.ensure_tree(v, built)              # so the series goes back
+        kernel.apply_series(broken, tree)     # leaves the tree reset
+    kernel.ensure_tree(v, built)              # so the series goes back
     assert "THREE" in (tree / "demo.c").read_text()
-    build.mark_tree(tree, "other")
+    kernel.mark_tree(tree, "other")
     source.git(tree, "reset", "-q", "--hard", source.BASE_TAG)
-    build.ensure_tree(v, built)              # another variant's mark
+    kernel.ensure_tree(v, built)              # another variant's mark
     assert "THREE" in (tree / "demo.c").read_text()
     assert len(made) == 3                    # and each time made again
-    build.ensure_tree(v, built)              # its own mark: nothing to do
+    kernel.ensure_tree(v, built)              # its own mark: nothing to do
     assert len(made) == 3
 
 
 def test_builds_in_one_tree_are_serialised(tmp_path, monkeypatch):
     import fcntl
     monkeypatch.setenv("LAB_CACHE", str(tmp_path))
-    with build.locked("v1"):
+    with kernel.locked("v1"):
         with open(tmp_path / "locks" / "v1.lock", "w") as other:
             with pytest.raises(BlockingIOError):
                 fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        with build.locked("v2"):          # other trees are not held up
+        with kernel.locked("v2"):          # other trees are not held up
             pass
     with open(tmp_path / "locks" / "v1.lock", "w") as other:
         fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -193,14 +193,14 @@ def test_checkout_rewrites_only_the_files_that_change(tree, variant_root,
         "@@ -1 +1 @@\n-int x;\n+int y;\n")
     v1 = variants.load(make_variant(variant_root, "v1", "h.patch\ng.patch\n",
                                     {"h.patch": header, "g.patch": GOOD}))
-    build.checkout_series(v1, tree)
+    kernel.checkout_series(v1, tree)
     assert (tree / "header.h").read_text() == "int y;\n"
     assert "THREE" in (tree / "demo.c").read_text()
     before = (tree / "header.h").stat()
     v2 = variants.load(make_variant(
         variant_root, "v2", "h.patch\ng.patch\n",
         {"h.patch": header, "g.patch": GOOD.replace("+THREE", "+3")}))
-    build.checkout_series(v2, tree)
+    kernel.checkout_series(v2, tree)
     assert "3" in (tree / "demo.c").read_text()
     after = (tree / "header.h").stat()                  # left alone:
     assert (after.st_ino, after.st_mtime_ns) == (before.st_ino,

@@ -13,7 +13,7 @@ import hashlib
 
 import pytest
 
-from lab.build import kernel as build
+from lab.build import kernel
 from lab.base import variants
 
 # its tests share module fixtures: one worker runs them all
@@ -26,14 +26,14 @@ def sha256(path):
 
 @pytest.fixture(scope="module")
 def incremental():
-    return build.build_all(variants.select("baseline,stultz-v5"))
+    return kernel.build_all(variants.select("baseline,stultz-v5"))
 
 
 def test_incremental_build_is_a_clean_build(incremental):
     v = variants.select("stultz-v5")[0]
     kept = incremental["stultz-v5"]
-    clean = build.clean_build(v)
+    clean = kernel.clean_build(v)
     assert (clean / ".config").read_text() == \
         (kept.folder / "config").read_text()
-    assert sha256(clean / build.IMAGE) == sha256(kept.image), \
+    assert sha256(clean / kernel.IMAGE) == sha256(kept.image), \
         "incremental and clean builds of stultz-v5 differ"

@@ -9,7 +9,7 @@ import pytest
 
 from lab.run import accelerator, matrix, runfolder
 from lab.analyse import analysis, results
-from lab.report import publish as report, text as report_text
+from lab.report import publish, text as report_text
 from lab.base import store, variants
 from lab.base.log import LabError
 from lab.run.runners import local
@@ -122,7 +122,7 @@ def test_run_resumes_and_redoes_only_unfinished_cells(tmp_path,
     store.write_json(done / "run.json", record)
     fake_run(tmp_path / "res", "baseline", "idle", 2, 10, 20,
              status="running")
-    monkeypatch.setattr(matrix.build, "build", lambda v, i, n, force: Built())
+    monkeypatch.setattr(matrix.kernel, "build", lambda v, i, n, force: Built())
     monkeypatch.setattr(matrix.guestbuild, "initrd", lambda v, b: None)
     monkeypatch.setattr(local.accelerator, "choose",
                         lambda image: matrix.qemu.Accel(
@@ -153,7 +153,7 @@ def test_report_from_run_folders(tmp_path):
     fake_run(root, "better", "long", 8, 0, 0, status="failed")
     pinned = fake_run(root, "better", "idle", 8, 50, 300, seed=99)
     (pinned / "affinity.txt").write_text("41 0\n42 0\n")
-    out = report.write(root, tmp_path / "rep", {"long": "a long handler"},
+    out = publish.write(root, tmp_path / "rep", {"long": "a long handler"},
                        "make lab")
     text = (out / "report.txt").read_text()
     lines = text.splitlines()
@@ -242,7 +242,7 @@ def test_withheld_when_the_traces_blame_the_emulator():
 
 def test_compare_without_results_is_a_clear_error(tmp_path):
     with pytest.raises(LabError, match="no finished runs under"):
-        report.write(tmp_path, tmp_path / "rep", {}, "make compare")
+        publish.write(tmp_path, tmp_path / "rep", {}, "make compare")
 
 
 def _two_cells(tmp_path):
@@ -353,7 +353,7 @@ def test_each_generation_is_compared_with_its_own_base(tmp_path):
                  conf=new)
         fake_run(root, "new-rt", "long", boot, 60, 400, seed=boot,
                  conf=new)
-    out = report.write(root, tmp_path / "rep", {}, "make lab")
+    out = publish.write(root, tmp_path / "rep", {}, "make lab")
     a = json.loads((out / "data" / "analysis.json").read_text())
     assert a["variants"] == ["baseline", "new-base", "new-rt"]
     rt = a["cells"]["long/new-rt"]["vs_baseline"]["p99"]
@@ -383,7 +383,7 @@ def test_a_busy_scenario_is_judged_by_the_null_control_of_its_size(
                      cpus=cpus)
             fake_run(root, "better", scen, boot, 60, 400, seed=boot,
                      cpus=cpus)
-    out = report.write(root, tmp_path / "rep", {}, "make lab",
+    out = publish.write(root, tmp_path / "rep", {}, "make lab",
                        busy={"busy", "busy-4cpu"})
     a = json.loads((out / "data" / "analysis.json").read_text())
     assert a["withheld"]["busy"].startswith(
@@ -406,7 +406,7 @@ def test_a_scenario_whose_claim_is_a_worst_case_leads_with_max(tmp_path):
             fake_run(root, "baseline", scen, boot, 1000, 5000 + boot,
                      seed=boot)
             fake_run(root, "better", scen, boot, 60, 400 + boot, seed=boot)
-    out = report.write(root, tmp_path / "rep", {}, "make lab",
+    out = publish.write(root, tmp_path / "rep", {}, "make lab",
                        lead={"letter": "max"})
     a = json.loads((out / "data" / "analysis.json").read_text())
     assert a["lead"] == {"idle": "p99", "letter": "max"}
@@ -435,7 +435,7 @@ def test_a_lone_finding_among_many_comparisons_is_withheld(tmp_path):
             fake_run(root, "baseline", scen, boot, lo, hi, seed=boot)
         fake_run(root, "better", "idle", boot, 50, 300, seed=10 + boot)
         fake_run(root, "better", "long", boot, 60, 400, seed=20 + boot)
-    out = report.write(root, tmp_path / "rep", {}, "make lab")
+    out = publish.write(root, tmp_path / "rep", {}, "make lab")
     a = json.loads((out / "data" / "analysis.json").read_text())
     p99 = a["cells"]["long/better"]["vs_baseline"]["p99"]
     assert p99["verdict"] == "lower" and a["family_size"] == 8
@@ -458,7 +458,7 @@ def test_report_when_every_boot_of_a_cell_is_left_out(tmp_path):
     root = tmp_path / "res"
     d = fake_run(root, "baseline", "long", 1, 1000, 5000)
     (d / "affinity.txt").write_text("53 0-1\n79 0\n")
-    out = report.write(root, tmp_path / "rep", {}, "make lab")
+    out = publish.write(root, tmp_path / "rep", {}, "make lab")
     text = (out / "report.txt").read_text()
     assert "baseline  no finished run with free threads" in text
     assert (out / "tails.png").stat().st_size > 1000
@@ -470,7 +470,7 @@ def test_a_damaged_run_is_left_out_with_its_name(tmp_path, capsys):
         fake_run(root, "baseline", "idle", boot, 50, 300, seed=boot)
     bad = root / "baseline" / "idle" / "boot-2"
     (bad / "run.json").write_text('{"status": "o')
-    report.write(root, tmp_path / "rep", {}, "make compare")
+    publish.write(root, tmp_path / "rep", {}, "make compare")
     err = capsys.readouterr().err
     assert f"{bad}: left out, unreadable" in err
     a = json.loads((tmp_path / "rep" / "data" / "analysis.json").read_text())
@@ -479,7 +479,7 @@ def test_a_damaged_run_is_left_out_with_its_name(tmp_path, capsys):
     record = store.read_json(root / "baseline" / "idle" / "boot-1" /
                              "run.json")
     store.write_json(bad / "run.json", dict(record, boot=2, qemu="qemu"))
-    report.write(root, tmp_path / "rep", {}, "make compare")
+    publish.write(root, tmp_path / "rep", {}, "make compare")
     assert "run.json has a field of the wrong type" in \
         capsys.readouterr().err
 
@@ -513,7 +513,7 @@ def test_a_long_variant_name_with_a_long_verdict_fits_72_columns(tmp_path):
     for boot in range(1, 6):
         fake_run(root, "baseline", "long", boot, 1000, 5000, seed=boot)
     fake_run(root, "revert-ksoftirqd", "long", 1, 60, 400, seed=7)
-    out = report.write(root, tmp_path / "rep", {}, "make lab")
+    out = publish.write(root, tmp_path / "rep", {}, "make lab")
     row = next(line for line in (out / "report.txt").read_text()
                .splitlines() if line.startswith("  revert-ksoftirqd "))
     assert row.endswith("too few (1)") and len(row) <= 72
@@ -527,7 +527,7 @@ def test_failed_runs_of_many_variants_fit_72_columns(tmp_path):
     for name in names:
         fake_run(root, name, "long", 1, 60, 400, seed=3)
         fake_run(root, name, "long", 2, 0, 0, status="failed")
-    out = report.write(root, tmp_path / "rep", {}, "make lab")
+    out = publish.write(root, tmp_path / "rep", {}, "make lab")
     text = (out / "report.txt").read_text()
     assert all(len(line) <= 72 for line in text.splitlines())
     assert "stultz-variant-10 1" in text

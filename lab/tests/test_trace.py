@@ -202,7 +202,7 @@ def test_report_explains_each_cells_worst_case(tmp_path):
     and the viewer files (trace-cmd's text kept beside the .dat)."""
     import os
     import time
-    from lab.report import publish as report
+    from lab.report import publish
     from lab.base import store
     from lab.tests.test_matrix_report import fake_run
     root = tmp_path / "res"
@@ -223,9 +223,9 @@ def test_report_explains_each_cells_worst_case(tmp_path):
         store.write_json(d / "run.json", dict(
             store.read_json(d / "run.json"), plan_env={
                 "DURATION": 2, "TRACE": 1000}))
-    out = report.write(root, tmp_path / "rep", {}, "make lab")
+    out = publish.write(root, tmp_path / "rep", {}, "make lab")
     text = " ".join((out / "report.txt").read_text().split())
-    # report.txt: one line per cell; report.md: the whole table
+    # publish.txt: one line per cell; publish.md: the whole table
     assert "worst traced, baseline: 5500 us, BLOCK softirq on CPU0, the " \
            "task's CPU" in text
     md = (out / "report.md").read_text()
