@@ -2,11 +2,11 @@
 
 reports/answer.conf declares the table: its rows (variants) and one
 column per situation, each read from a published report's analysis.json
-(a scenario and a metric), optionally with a second report that measured
-the same cell again.  A cell is its report's verdict against the row's
+(a scenario and a metric), optionally with the reports that measured the
+same cell again.  A cell is its report's verdict against the row's
 base, as better or worse, with the ratio of medians; for a base, the
-base's median.  A verdict that the second report does not repeat is
-marked; "small" verdicts are shown as n.s.  The table is
+base's median.  A verdict that any of the other reports does not repeat
+is marked; "small" verdicts are shown as n.s.  The table is
 written into README.md between two markers (`python3 -m lab answer`),
 and a test checks that README's table is the one the reports give.
 """
@@ -35,7 +35,7 @@ class Column:
     report: str
     scenario: str
     metric: str
-    again: str = ""         # a report that measured the same cell again
+    again: tuple = ()       # reports that measured the same cell again
 
 
 def read_conf(path: Path = CONF) -> tuple:
@@ -52,9 +52,11 @@ def read_conf(path: Path = CONF) -> tuple:
         fields = [f.strip() for f in line.split("|")]
         if len(fields) not in (4, 5) or not all(fields[:4]):
             raise LabError(f"{where}: expected 'label | report | scenario "
-                           f"| metric [| again]', got {raw.strip()!r}")
+                           f"| metric [| again, ...]', got {raw.strip()!r}")
         metrics.get(fields[3])              # names the metric if unknown
-        columns.append(Column(*fields))
+        again = tuple(r.strip() for r in fields[4].split(",")
+                      if r.strip()) if len(fields) == 5 else ()
+        columns.append(Column(*fields[:4], again))
     if not rows or not columns:
         raise LabError(f"{path}: needs a 'rows =' line and at least one "
                        f"column")
@@ -87,7 +89,7 @@ def _ratio(vs: dict) -> str:
     return f"x{r:.0f}" if r >= 10 else f"x{r:.2g}"
 
 
-def judge(analysis: dict, again: dict, variant: str, col: Column) -> dict:
+def judge(analysis: dict, again: list, variant: str, col: Column) -> dict:
     """One cell: {"text", "score"}; score, for the picture, is log10 of
     the ratio, positive where the kernel is better, None where there is
     no verdict (n.s., withheld, a base's own value)."""
@@ -117,16 +119,17 @@ def judge(analysis: dict, again: dict, variant: str, col: Column) -> dict:
     size = abs(math.log10(ratio)) if ratio else 2.0
     out = {"text": f"{'better' if good else 'worse'} {_ratio(vs)}",
            "score": size if good else -size}
-    if again:
-        other = again["cells"].get(f"{col.scenario}/{variant}", {}).get(
+    for other in again:
+        vs = other["cells"].get(f"{col.scenario}/{variant}", {}).get(
             "vs_baseline", {}).get(col.metric)
-        if other is None or published_verdict(other) != word:
+        if vs is None or published_verdict(vs) != word:
             out["text"] += " (not repeated)"
             out["not_repeated"] = True
+            break
     return out
 
 
-def cell(analysis: dict, again: dict, variant: str, col: Column) -> str:
+def cell(analysis: dict, again: list, variant: str, col: Column) -> str:
     return judge(analysis, again, variant, col)["text"]
 
 
@@ -134,8 +137,8 @@ def grid(conf: Path = CONF) -> tuple:
     """(rows, columns, [[judge() per column] per row])."""
     rows, columns = read_conf(conf)
     return rows, columns, [[judge(_analysis(c.report),
-                                  _analysis(c.again) if c.again else {},
-                                  v, c) for c in columns] for v in rows]
+                                  [_analysis(r) for r in c.again], v, c)
+                            for c in columns] for v in rows]
 
 
 def table(conf: Path = CONF) -> str:
@@ -146,10 +149,10 @@ def table(conf: Path = CONF) -> str:
         lines.append(f"| `{variant}` | " +
                      " | ".join(x["text"] for x in line) + " |")
     lines.append("| repeated by | " + " | ".join(
-        f"`{c.again}`" if c.again else "- (one run)" for c in columns) +
-        " |")
+        ", ".join(f"`{r}`" for r in c.again) or "- (one run)"
+        for c in columns) + " |")
     sources = sorted({c.report for c in columns} |
-                     {c.again for c in columns if c.again})
+                     {r for c in columns for r in c.again})
     lines += ["", "From (`reports/answer.conf` says which cell comes from "
               "which): " + "; ".join(f"`reports/{r}/` ({_test(r)})"
                                      for r in sources) + ".", "",

@@ -40,27 +40,28 @@ def analysis(verdict: str, ratio: float, metric: str = "p99") -> dict:
 
 def test_a_cell_reads_as_better_or_worse_with_its_ratio():
     col = answer.Column("x", "r", "s", "p99")
-    assert answer.cell(analysis("lower", 0.02), {}, "mine", col) == \
+    assert answer.cell(analysis("lower", 0.02), [], "mine", col) == \
         "better x0.02"
-    assert answer.cell(analysis("lower", 0.02), {}, "baseline", col) == \
+    assert answer.cell(analysis("lower", 0.02), [], "baseline", col) == \
         "20 us"
     kpps = answer.Column("x", "r", "s", "nic_app_kpps")
-    assert answer.cell(analysis("lower", 0.01, "nic_app_kpps"), {}, "mine",
+    assert answer.cell(analysis("lower", 0.01, "nic_app_kpps"), [], "mine",
                        kpps) == "worse x0.01"
     # a small verdict is not a finding
-    assert answer.cell(analysis("small lower", 0.9), {}, "mine", col) == \
+    assert answer.cell(analysis("small lower", 0.9), [], "mine", col) == \
         "n.s."
 
 
 def test_a_verdict_the_second_run_does_not_give_is_marked():
-    col = answer.Column("x", "r", "s", "p99", again="r2")
+    col = answer.Column("x", "r", "s", "p99", again=("r2", "r3"))
     first = analysis("lower", 0.02)
-    assert answer.cell(first, analysis("lower", 0.03), "mine", col) == \
-        "better x0.02"
-    assert answer.cell(first, analysis("n.s.", 1.0), "mine", col) == \
-        "better x0.02 (not repeated)"
+    same = analysis("lower", 0.03)
+    assert answer.cell(first, [same, same], "mine", col) == "better x0.02"
+    # one repeat that does not give it is enough to mark it
+    assert answer.cell(first, [same, analysis("n.s.", 1.0)], "mine",
+                       col) == "better x0.02 (not repeated)"
     withheld = dict(first, withheld={"s": "null control"})
-    assert answer.cell(withheld, {}, "mine", col) == "withheld"
+    assert answer.cell(withheld, [], "mine", col) == "withheld"
 
 
 def test_the_picture_is_drawn_from_the_same_cells(tmp_path):
