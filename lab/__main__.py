@@ -210,7 +210,7 @@ def _report(args, root, names, scens) -> int:
     out = Path(args.out) if args.out else publish.default_folder(args.name)
     descriptions, busy, lead = _scenario_facts()
     command = _command(args, "variants", "scenarios", "boots", "jobs",
-                       "results", "name")
+                       "results", "out" if args.out else "name")
     publish.write(root, out, descriptions, command, names, scens, busy, lead)
     if out.resolve().parent == report_index.REPORTS:
         report_index.write()
