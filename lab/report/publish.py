@@ -111,9 +111,12 @@ def markdown(text: str, images: list, command: str,
 
 def portable(data, root: Path):
     """`data` with no path of this host: run folders relative to the
-    results folder, the cache as $LAB_CACHE."""
+    results folder, the cache as $LAB_CACHE, and an absolute results
+    folder itself (in the command that made the report) as <results>."""
     prefixes = ((f"{root.resolve()}/", ""), (f"{root}/", ""),
                 (str(paths.cache_dir()), "$LAB_CACHE"))
+    if root.is_absolute():
+        prefixes += ((str(root), "<results>"),)
     if isinstance(data, dict):
         return {k: portable(v, root) for k, v in data.items()}
     if isinstance(data, list):
@@ -133,7 +136,7 @@ def write(root: Path, out: Path, descriptions: dict, command: str,
     a = analysis.analyse(runs, traces, busy=set(busy), lead=lead)
     a["traces"] = traces
     a["sweeps"] = report_sweeps.analyse(runs)
-    a["command"] = command
+    a["command"] = command = portable(command, root)
     out.mkdir(parents=True, exist_ok=True)
     (out / "data").mkdir(exist_ok=True)
     # one summary per run, gzip'd: 360 runs of plain JSON are 6 MB, a
