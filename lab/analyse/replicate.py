@@ -12,15 +12,19 @@ commit and the host CPU.  Two reports are a repeat only where none of
 the first kind differs: the lab says which did otherwise.  Then, per
 comparison both reports print (each cell's lead metric and its cost
 metrics against the cell's base), whether the verdicts agree, with the
-rate, and each disagreement.
+rate, and each disagreement: both reports judged again under the lab's
+current rules (`rejudged`), so that a rule changed between them does
+not count as a disagreement.
 """
+import copy
 import gzip
 import hashlib
 import json
 from collections import defaultdict
 from pathlib import Path
 
-from ..base import paths
+from ..base import paths, predictions
+from . import analysis
 from .analysis import published_verdict
 from ..base.log import LabError
 
@@ -101,6 +105,21 @@ def differences(a: dict, b: dict) -> dict:
     return dict(out)
 
 
+def rejudged(a: dict) -> dict:
+    """A published analysis with its verdicts made again under the lab's
+    current rules (analysis.judge), so that two reports made under
+    different rules compare alike; one too old for today's rules (no
+    `bases`, or a cell without its values) keeps its printed verdicts."""
+    fresh = copy.deepcopy(a)
+    for c in fresh["cells"].values():
+        for k in ("vs_baseline", "vs_other_generation", "prediction"):
+            c.pop(k, None)
+    try:
+        return analysis.judge(fresh, predictions.load())
+    except (KeyError, TypeError):
+        return a
+
+
 def verdicts(a: dict, b: dict) -> list:
     """(cell key, metric, A's verdict, B's verdict) for every comparison
     both reports print: the lead metric and every cost metric."""
@@ -178,8 +197,11 @@ def text(name_a: str, name_b: str) -> str:
                                            if plan_diff else
                                            "no run in common") +
                    "; the agreement below compares different "
-                   "measurements."), "", "## Verdicts", ""]
-    pairs = verdicts(an_a, an_b)
+                   "measurements."), "", "## Verdicts", "",
+              "Both reports' verdicts as the lab's current rules give "
+              "them (`lab/docs/statistics.md`), whatever rules each "
+              "report was printed under.", ""]
+    pairs = verdicts(rejudged(an_a), rejudged(an_b))
     same = [p for p in pairs if p[2] == p[3]]
     leads = [p for p in pairs if p[1] == an_a.get("lead", {}).get(
         p[0].split("/")[0], "p99")]

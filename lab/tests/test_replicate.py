@@ -104,3 +104,26 @@ def test_two_results_folders_are_made_into_reports_and_compared(
     assert "comparisons agree (100.0%)" in out
     assert main(["replicate", str(tmp_path / "a"),
                  str(tmp_path / "nothing")]) == 2
+
+
+def test_verdicts_are_compared_under_the_current_rules():
+    """A report printed under older rules is judged again: its "n.s."
+    on a cell the current rules call lower does not count as a
+    disagreement with a newer report."""
+    from lab.base import metrics
+
+    def cell(p99s):
+        return {"per_boot": {m.name: list(p99s) for m in metrics.LATENCY},
+                "cost": {}}
+    base, mine = [100, 101, 99, 102, 98], [10, 11, 9, 12, 8]
+    old = {"bases": {"baseline": "baseline", "mine": "baseline"},
+           "lead": {}, "withheld": {},
+           "cells": {"long/baseline": cell(base), "long/mine": cell(mine)}}
+    old["cells"]["long/mine"]["vs_baseline"] = {
+        "p99": {"verdict": "n.s.", "shown": "n.s."}}
+    assert replicate.verdicts(old, old)[0][2] == "n.s."
+    again = replicate.rejudged(old)
+    assert again["cells"]["long/mine"]["vs_baseline"]["p99"]["shown"] == \
+        "lower"
+    assert old["cells"]["long/mine"]["vs_baseline"]["p99"]["shown"] == \
+        "n.s."                              # the published one untouched
