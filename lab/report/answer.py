@@ -97,6 +97,10 @@ def judge(analysis: dict, again: list, variant: str, col: Column) -> dict:
         return {"text": "withheld", "score": None}
     c = analysis["cells"].get(f"{col.scenario}/{variant}")
     base = analysis["bases"].get(variant)
+    if not c and any(f["scenario"] == col.scenario and
+                     f["variant"] == variant
+                     for f in analysis.get("failed", [])):
+        return {"text": "every boot failed", "score": None}
     if not c or base is None:
         return {"text": "-", "score": None}
     if base == variant:

@@ -62,6 +62,9 @@ def test_a_verdict_the_second_run_does_not_give_is_marked():
                        col) == "better x0.02 (not repeated)"
     withheld = dict(first, withheld={"s": "null control"})
     assert answer.cell(withheld, [], "mine", col) == "withheld"
+    failed = dict(first, cells={}, failed=[
+        {"scenario": "s", "variant": "mine", "boot": 1, "reason": "hung"}])
+    assert answer.cell(failed, [], "mine", col) == "every boot failed"
 
 
 def test_the_picture_is_drawn_from_the_same_cells(tmp_path):
