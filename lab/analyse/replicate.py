@@ -110,14 +110,15 @@ def rejudged(a: dict) -> dict:
     current rules (analysis.judge), so that two reports made under
     different rules compare alike; one too old for today's rules (no
     `bases`, or a cell without its values) keeps its printed verdicts."""
+    if not ("bases" in a and "withheld" in a and all(
+            set(analysis.BOOT_METRICS) <= set(c.get("per_boot", ()))
+            and "cost" in c for c in a["cells"].values())):
+        return a
     fresh = copy.deepcopy(a)
     for c in fresh["cells"].values():
         for k in ("vs_baseline", "vs_other_generation", "prediction"):
             c.pop(k, None)
-    try:
-        return analysis.judge(fresh, predictions.load())
-    except (KeyError, TypeError):
-        return a
+    return analysis.judge(fresh, predictions.load())
 
 
 def verdicts(a: dict, b: dict) -> list:

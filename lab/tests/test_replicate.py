@@ -127,3 +127,11 @@ def test_verdicts_are_compared_under_the_current_rules():
         "lower"
     assert old["cells"]["long/mine"]["vs_baseline"]["p99"]["shown"] == \
         "n.s."                              # the published one untouched
+    # too old for today's rules (no per-boot values): kept as printed
+    del old["cells"]["long/mine"]["per_boot"]
+    assert replicate.rejudged(old) is old
+    # today's format with a fault in it is an error, not a silent "kept"
+    old["cells"]["long/mine"]["per_boot"] = \
+        dict(again["cells"]["long/mine"]["per_boot"], p99=["x"] * 5)
+    with pytest.raises(ValueError):
+        replicate.rejudged(old)
