@@ -7,6 +7,9 @@ optionally `variant.conf` (what it is built from and how it boots) and
     append  = threadirqs   kernel parameters this variant boots with
     role    = proposal     or reference (what upstream or -rt did)
     kernel  = baseline     boot that variant's kernel, build none of its own
+    package = linux-image-6.1.0-57-rt-amd64
+                           boot Debian's packaged image, build none
+                           (lab/build/packaged.py)
     default = yes          in the default matrix (`make lab` without VARIANTS)
     base    = baseline     the variant of the same source this one is
                            compared with; a base names itself
@@ -27,11 +30,13 @@ NAME_RE = re.compile(r"^[a-z0-9][a-z0-9.+_-]*$")
 REQUIRED = ("series", "config", "README.md")
 CONF = "variant.conf"
 CONF_DEFAULTS = {"source": "6.1", "append": "", "role": "proposal",
-                 "kernel": "", "default": "yes", "base": "baseline",
+                 "kernel": "", "package": "", "default": "yes", "base": "baseline",
                  "message_id": "", "subject": ""}
 CONF_CHOICES = {"role": ("proposal", "reference"),
                 "default": ("yes", "no")}
 SOURCE_RE = re.compile(r"^\d+\.\d+$")
+# a versioned image, not a metapackage: the ABI pins what is booted
+PACKAGE_RE = re.compile(r"^linux-image-\d+\.\d+\.\d+-\d+-[a-z0-9-]+$")
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,11 @@ class Variant:
     def base(self) -> str:
         """The variant of its own generation it is compared with."""
         return self.get("base")
+
+    @property
+    def package(self) -> str:
+        """The Debian image package it boots, or ""."""
+        return self.get("package")
 
     @property
     def in_default_matrix(self) -> bool:
@@ -166,12 +176,20 @@ def parse_conf(folder: Path) -> tuple:
                                f"another's kernel itself: name that one")
         conf[key] = value
     _check_base(folder, conf, path)
-    if conf["kernel"] and (parse_series(folder / "series") or
-                           kconfig.parse_fragment(folder / "config")):
-        raise LabError(f"{path}: kernel = {conf['kernel']}, but "
-                       f"{folder.name} has patches or config options of "
-                       f"its own: a variant boots another's kernel or "
-                       f"builds its own")
+    for key in ("kernel", "package"):
+        if conf[key] and (parse_series(folder / "series") or
+                          kconfig.parse_fragment(folder / "config")):
+            raise LabError(f"{path}: {key} = {conf[key]}, but "
+                           f"{folder.name} has patches or config options "
+                           f"of its own: a variant boots another's kernel "
+                           f"or a package's, or builds its own")
+    if conf["kernel"] and conf["package"]:
+        raise LabError(f"{path}: kernel and package both given: a variant "
+                       f"boots one kernel")
+    if conf["package"] and not PACKAGE_RE.match(conf["package"]):
+        raise LabError(f"{path}: package = {conf['package']!r}: a Debian "
+                       f"kernel image package, linux-image-<abi>-<flavour> "
+                       f"(e.g. linux-image-6.1.0-57-rt-amd64)")
     return tuple(sorted(conf.items()))
 
 

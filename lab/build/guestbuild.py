@@ -2,8 +2,9 @@
 
 The module is built against each variant's tree and objects (it must
 match the kernel it is loaded into; kernel.ensure_tree brings the shared
-tree back to the variant first); the programs (guest/probe,
-guest/udpsink, guest/blkbatch) are ordinary userspace C, built once.
+tree back to the variant first), or a packaged kernel's headers; the
+programs (guest/probe, guest/udpsink, guest/blkbatch) are ordinary
+userspace C, built once.
 Sources are copied into the cache and built there, so the checkout
 stays clean, and each result is cached by the content of its sources
 and, for the module, of the kernel it is built for.
@@ -15,7 +16,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from . import kernel, initramfs, rtlabuild
+from . import kernel, initramfs, packaged, rtlabuild
+from .built import Built
 from ..base import paths
 from ..base.log import LabError, info
 
@@ -61,7 +63,7 @@ def _build_in_copy(src: Path, dest: Path, command, product: str,
     return dest / product
 
 
-def module(variant, built: kernel.Built) -> Path:
+def module(variant, built: Built) -> Path:
     """softirq_load.ko built against one variant's kernel (the kernel's
     own variant, for one that boots another's)."""
     variant = variant.kernel_variant()
@@ -69,6 +71,13 @@ def module(variant, built: kernel.Built) -> Path:
     dest = paths.cache_dir() / "modules" / variant.name / key
     if (dest / MODULE_NAME).is_file():
         return dest / MODULE_NAME      # no need to switch the shared tree
+    if built.headers:                  # a packaged kernel's: no tree
+        return _build_in_copy(
+            MODULE_SRC, dest,
+            lambda tmp: ["make", "-C", str(built.headers), f"M={tmp}",
+                         "modules"],
+            MODULE_NAME, f"{MODULE_NAME} for variant {variant.name} "
+            f"(against {built.meta['package']}'s headers)")
     with kernel.locked(built.tree.name):
         kernel.ensure_tree(variant, built)
         return _build_in_copy(
@@ -88,7 +97,16 @@ def program(folder: str) -> Path:
                           name, name)
 
 
-def initrd(variant, built: kernel.Built) -> Path:
+def bare_initrd(built: Built) -> Path:
+    """The common guest alone (no module, no programs): for plans that
+    need neither; with the drivers a packaged kernel loads as modules."""
+    if built.headers:
+        return initramfs.build(extra=packaged.drivers(built),
+                               name=f"bare-{built.meta['release']}")
+    return initramfs.build()
+
+
+def initrd(variant, built: Built) -> Path:
     """The variant's initramfs: the common guest plus its module, the
     programs, and rtla with its libraries."""
     rtla = rtlabuild.ensure()
@@ -98,6 +116,8 @@ def initrd(variant, built: kernel.Built) -> Path:
                   for folder, name in PROGRAMS.items()})
     extra.update({lib.lstrip("/"): Path(lib)
                   for lib in initramfs.shared_libraries(str(rtla))})
+    if built.headers:
+        extra.update(packaged.drivers(built))
     return initramfs.build(extra=extra, name=variant.name)
 
 

@@ -18,11 +18,11 @@ import re
 import shutil
 import subprocess
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..base import kconfig, paths
-from . import source
+from . import packaged, source
+from .built import Built
 from ..base.log import LabError, fmt_seconds, info, warn
 from ..base.variants import Variant
 
@@ -31,25 +31,6 @@ RECIPE = "allnoconfig+common/variant-merged/x86_64/v4-shared-tree"
 COMMON_DOTCONFIG = "lab.common.config"
 ARCH = "x86_64"
 IMAGE = "arch/x86/boot/bzImage"
-
-
-@dataclass
-class Built:
-    variant: str
-    folder: Path          # cache/kernels/<hash>/
-    meta: dict
-
-    @property
-    def image(self) -> Path:
-        return self.folder / "bzImage"
-
-    @property
-    def tree(self) -> Path:
-        return Path(self.meta["tree"])
-
-    @property
-    def objdir(self) -> Path:
-        return Path(self.meta["objdir"])
 
 
 # A cold variant: a 1.5 GB worktree and 0.25 GB of objects, with margin.
@@ -313,6 +294,9 @@ def build(variant: Variant, index: int = 1, total: int = 1,
     if own is not variant:
         info(f"variant {index}/{total} {variant.name}: boots {own.name}'s "
              f"kernel")
+    if own.package:
+        built = packaged.fetch(own, index, total)
+        return Built(variant.name, built.folder, built.meta)
     repo, digest, version = source.unpacked_source(own.tarball, own.source)
     # A cached kernel needs no lock (its folder appears by a rename), so
     # a user or test never waits for another variant's build to find it.

@@ -6,10 +6,10 @@ provenance and verdict.  A hang is cut by a watchdog, console kept.
 """
 from pathlib import Path
 
-from ..build import initramfs
+from ..build import guestbuild
 from . import qemu, runfolder
 from ..base import store
-from ..build.kernel import Built
+from ..build.built import Built
 from ..base.log import LabError
 
 
@@ -46,7 +46,7 @@ def run_plan(built: Built, plan: Path, run_dir: Path, accel: qemu.Accel,
         (run_dir / stale).unlink(missing_ok=True)
     store.write_text(run_dir / "plan.sh", runfolder.plan_script(plan, env))
     machine = qemu.Machine(kernel=built.image,
-                           initrd=initrd or initramfs.build(),
+                           initrd=initrd or guestbuild.bare_initrd(built),
                            share=run_dir, accel=accel, cpus=cpus,
                            memory_mb=memory_mb, append=append,
                            extra=list(extra_args))

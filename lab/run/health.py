@@ -4,11 +4,13 @@ The guest reports `uname -r`, the CPUs it sees and its own .config (from
 /proc/config.gz); the host checks the release names the variant, the CPU
 count is what QEMU was given, and the booted config is the one the build
 produced, so each variant's own switches are on in it and nowhere else.
+A packaged Debian kernel has no config.gz: its release and the package
+version in /proc/version prove it.
 """
 from pathlib import Path
 
 from ..base import kconfig, paths
-from ..build.kernel import Built
+from ..build.built import Built
 
 PLAN = paths.GUEST_DIR / "plans" / "health.sh"
 
@@ -28,12 +30,14 @@ def check(built: Built, run_dir: Path, record: dict, cpus: int,
                         f"is {' '.join(cmdline)!r}")
     release = (run_dir / "kernel-release").read_text().strip()
     own = built.meta["variant"]     # another's, for a boot-only variant
-    if not release.endswith(f"-{own}"):
-        problems.append(f"uname -r is {release!r}, expected it to end "
-                        f"with -{own}")
     seen = int((run_dir / "nproc").read_text())
     if seen != cpus:
         problems.append(f"guest sees {seen} CPU(s), QEMU gave it {cpus}")
+    if built.headers:
+        return problems + packaged_identity(built, run_dir, release)
+    if not release.endswith(f"-{own}"):
+        problems.append(f"uname -r is {release!r}, expected it to end "
+                        f"with -{own}")
     booted = kconfig.read_config(run_dir / "booted-config")
     expected = kconfig.read_config(built.folder / "config")
     if booted != expected:
@@ -41,6 +45,21 @@ def check(built: Built, run_dir: Path, record: dict, cpus: int,
                       if booted.get(k) != expected.get(k))
         problems.append("booted kernel's config differs from the built "
                         f"one in {', '.join(diff[:5])}")
+    return problems
+
+
+def packaged_identity(built: Built, run_dir: Path, release: str) -> list:
+    """A Debian image has no /proc/config.gz: it proves itself by its
+    release and the package version its banner carries ("... Debian
+    6.1.192-3 (date)")."""
+    problems = []
+    if release != built.meta["release"]:
+        problems.append(f"uname -r is {release!r}, expected "
+                        f"{built.meta['release']!r} ({built.meta['package']})")
+    version = (run_dir / "version").read_text()
+    if f" Debian {built.meta['package_version']} " not in version:
+        problems.append(f"/proc/version does not name Debian "
+                        f"{built.meta['package_version']}: {version.strip()!r}")
     return problems
 
 

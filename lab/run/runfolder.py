@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..base import paths, store, variants
 from . import qemu
-from ..build.kernel import Built
+from ..build.built import Built
 from ..base.log import LabError
 
 # The plan every matrix run boots (the health check and tests use others).
@@ -139,7 +139,8 @@ def provenance(built: Built, plan: Path, env: dict, cpus: int,
         "variant": built.variant,
         "kernel": {k: built.meta[k] for k in
                    ("release", "hash", "patches", "config_sha256",
-                    "kernel_version", "source_tarball_sha256")},
+                    "kernel_version", "source_tarball_sha256", "package",
+                    "package_version") if k in built.meta},
         "lab_commit": lab_commit(),
         "plan": plan.name,
         "plan_sha256": plan_digest(plan),

@@ -152,6 +152,11 @@ def test_variant_conf_says_source_boot_parameters_and_role(variant_root):
     ("base = nowhere\n", r"variant.conf: base = 'nowhere': no such"),
     ("base = mid\n", r"base = 'mid', but that variant is compared with "
      r"'baseline' itself"),
+    ("package = linux-image-rt-amd64\n", r"variant.conf: package = "
+     r"'linux-image-rt-amd64': a Debian kernel image package, "
+     r"linux-image-<abi>-<flavour>"),
+    ("kernel = mid\npackage = linux-image-6.1.0-57-amd64\n",
+     r"variant.conf: kernel and package both given"),
 ])
 def test_a_bad_variant_conf_names_file_and_line(variant_root, text, error):
     make_variant(variant_root, "baseline")
@@ -178,7 +183,13 @@ def test_a_boot_only_variant_has_no_patches_of_its_own(variant_root):
     folder = make_variant(variant_root, "mixed",
                           config="CONFIG_FOO=y\n")
     (folder / "variant.conf").write_text("kernel = baseline\n")
-    with pytest.raises(LabError, match="boots another's kernel or builds"):
+    with pytest.raises(LabError, match="boots another's kernel or a "
+                       "package's, or builds"):
+        variants.load(folder)
+    (folder / "variant.conf").write_text(
+        "package = linux-image-6.1.0-57-rt-amd64\n")
+    with pytest.raises(LabError, match=r"variant.conf: package = "
+                       r"linux-image-6.1.0-57-rt-amd64, but mixed has"):
         variants.load(folder)
 
 

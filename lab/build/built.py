@@ -1,0 +1,30 @@
+"""A variant's kernel, ready to boot: what the build (or the fetch of a
+packaged image) leaves in the cache, and what every later stage reads."""
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass
+class Built:
+    variant: str
+    folder: Path          # cache/kernels/<hash>/ or cache/packaged/<deb>/
+    meta: dict            # its build.json
+
+    @property
+    def image(self) -> Path:
+        return self.folder / "bzImage"
+
+    @property
+    def tree(self) -> Path:
+        return Path(self.meta["tree"])
+
+    @property
+    def objdir(self) -> Path:
+        return Path(self.meta["objdir"])
+
+    @property
+    def headers(self):
+        """A packaged kernel's unpacked headers, which external modules
+        build against; None for a kernel the lab built."""
+        h = self.meta.get("headers")
+        return self.folder / h if h else None

@@ -1,0 +1,193 @@
+"""A kernel as Debian ships it: the variant kind `package = linux-image-...`.
+
+Nothing is built and nothing is installed on the host.  `apt-get
+download` fetches the image package and the headers external modules
+build against (the flavour's package, and the common headers and kbuild
+tools it depends on, at the versions it names); `dpkg-deb -x` unpacks
+them into cache/packaged/<package>_<version>/.  The guest gets the
+image, and the drivers the lab's guest needs that Debian builds as
+modules (virtio, 9p, ext4), loaded by /init before it mounts anything
+(guest/init).
+"""
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from ..base import paths
+from ..base.log import LabError, info
+from ..base.variants import Variant
+from .built import Built
+
+RECIPE = "apt-get-download+dpkg-deb-x/v1"
+# What the lab's guest needs that the lab's own kernels build in: the
+# PCI transport and the block, net and 9p devices on it, the 9p file
+# system the run folder is shared with, ext4 for the scratch disk and the
+# crc32c ext4 asks the crypto API for at mount time.
+DRIVERS = ("virtio_pci", "virtio_blk", "virtio_net", "9pnet_virtio", "9p",
+           "crc32c_generic", "ext4")
+
+
+def _run(cmd: list, cwd: Path, what: str) -> str:
+    try:
+        r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    except OSError as e:
+        raise LabError(f"{what}: {e}") from None
+    if r.returncode != 0:
+        tail = "\n  ".join((r.stdout + r.stderr).strip().splitlines()[-6:])
+        raise LabError(f"{what} failed:\n  {tail}")
+    return r.stdout
+
+
+def download(names: list, work: Path, variant: str) -> list:
+    """The .deb files of `names` ("pkg" or "pkg=version"), in order."""
+    _run(["apt-get", "download", *names], work,
+         f"variant {variant}: apt-get download {' '.join(names)} (is the "
+         f"package still in Debian's archive? `apt-cache policy "
+         f"{names[0].split('=')[0]}`; run `apt-get update` once)")
+    debs = []
+    for n in names:
+        pkg = n.split("=")[0]
+        found = sorted(work.glob(f"{pkg}_*.deb"))
+        if not found:
+            raise LabError(f"variant {variant}: apt-get download left no "
+                           f"{pkg}_*.deb")
+        debs.append(found[-1])
+    return debs
+
+
+def field(deb: Path, name: str) -> str:
+    return _run(["dpkg-deb", "-f", str(deb), name], deb.parent,
+                f"dpkg-deb -f {deb.name}").strip()
+
+
+def depends(deb: Path) -> list:
+    """The packages a headers package needs, each pinned to the version
+    it names: 'linux-headers-6.1.0-57-common-rt (= 6.1.192-3), ...'."""
+    out = []
+    for dep in field(deb, "Depends").split(","):
+        m = re.match(r"\s*(linux-[\w.+-]+)\s*\((?:=|>=)\s*([^)\s]+)\)", dep)
+        if m:
+            out.append(f"{m.group(1)}={m.group(2)}")
+    return out
+
+
+def load_order(modules_dep: Path, wanted: tuple) -> list:
+    """The module files (relative to the modules folder) to load for
+    `wanted`, each after what it depends on, each once, from depmod's
+    modules.dep ('path: dep dep ...')."""
+    deps, by_name = {}, {}
+    for line in modules_dep.read_text().splitlines():
+        path, _, rest = line.partition(":")
+        deps[path] = rest.split()
+        by_name[Path(path).name.split(".ko")[0].replace("-", "_")] = path
+    order = []
+
+    def visit(path):
+        if path in order:
+            return
+        for d in deps.get(path, ()):
+            visit(d)
+        order.append(path)
+
+    for name in wanted:
+        if name not in by_name:
+            raise LabError(f"{modules_dep}: no module {name}: the guest "
+                           f"cannot reach its devices with this kernel")
+        visit(by_name[name])
+    return order
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def fetch(variant: Variant, index: int = 1, total: int = 1) -> Built:
+    """The packaged kernel of `variant`, fetched and unpacked once."""
+    package = variant.package
+    label = f"variant {index}/{total} {variant.name}"
+    top = paths.cache_dir() / "packaged"
+    for folder in sorted(top.glob(f"{package}_*")):
+        meta_file = folder / "build.json"
+        if meta_file.is_file():
+            meta = json.loads(meta_file.read_text())
+            if meta.get("recipe") == RECIPE:
+                info(f"{label}: up to date ({package} "
+                     f"{meta['package_version']}, unpacked)")
+                return Built(variant.name, folder, dict(
+                    meta, variant=variant.name))
+    info(f"{label}: fetching {package} and its headers")
+    top.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=top, prefix=".fetch.") as work:
+        work = Path(work)
+        (image_deb,) = download([package], work, variant.name)
+        version = field(image_deb, "Version")
+        release = package.removeprefix("linux-image-")
+        headers = f"linux-headers-{release}"
+        (headers_deb,) = download([f"{headers}={version}"], work,
+                                  variant.name)
+        extra = download(depends(headers_deb), work, variant.name)
+        stage = work / "stage"
+        for deb in (image_deb, headers_deb, *extra):
+            dest = stage / ("root" if deb is image_deb else "headers")
+            dest.mkdir(parents=True, exist_ok=True)
+            _run(["dpkg-deb", "-x", str(deb), str(dest)], work,
+                 f"dpkg-deb -x {deb.name}")
+        root = stage / "root"
+        _run(["depmod", "-b", str(root), release], work,
+             f"depmod for {package}")
+        # The guest needs a few of its 4000 modules: keep those (0.4 GB
+        # less in the cache), and modules.dep, which orders them.
+        mods = root / "lib/modules" / release
+        keep = set(load_order(mods / "modules.dep", DRIVERS))
+        for ko in (mods / "kernel").rglob("*.ko"):
+            if str(ko.relative_to(mods)) not in keep:
+                ko.unlink()
+        shutil.rmtree(root / "usr", ignore_errors=True)
+        for name, dest in ((f"vmlinuz-{release}", "bzImage"),
+                           (f"config-{release}", "config"),
+                           (f"System.map-{release}", "System.map")):
+            shutil.copy2(root / "boot" / name, stage / dest)
+        flavour = f"headers/usr/src/linux-headers-{release}"
+        folder = top / f"{package}_{version}"
+        # Its Makefile includes the common headers by their installed
+        # path, /usr/src/...; here they sit beside it.
+        makefile = stage / flavour / "Makefile"
+        makefile.write_text(re.sub(
+            r"^include /usr/src/", f"include {folder}/headers/usr/src/",
+            makefile.read_text(), flags=re.M))
+        meta = {
+            "variant": variant.name,
+            "hash": _digest(image_deb),
+            "recipe": RECIPE,
+            "release": release,
+            "kernel_version": version.split("-")[0],
+            "package": package,
+            "package_version": version,
+            "source_tarball_sha256": "",
+            "patches": [],
+            "config_sha256": _digest(stage / "config"),
+            "headers": flavour,
+            "debs": {d.name: _digest(d)
+                     for d in (image_deb, headers_deb, *extra)},
+        }
+        (stage / "build.json").write_text(json.dumps(meta, indent=2) + "\n")
+        try:
+            stage.rename(folder)
+        except OSError:         # another process unpacked it first
+            if not (folder / "build.json").is_file():
+                raise
+    info(f"{label}: {package} {version} unpacked")
+    return Built(variant.name, folder, meta)
+
+
+def drivers(built: Built) -> dict:
+    """{guest path: host path} of the driver modules, named so that
+    /init's sorted glob loads them in dependency order."""
+    mods = built.folder / "root/lib/modules" / built.meta["release"]
+    return {f"lib/modules/drivers/{i:02d}-{Path(rel).name}": mods / rel
+            for i, rel in enumerate(load_order(mods / "modules.dep",
+                                               DRIVERS))}
