@@ -28,7 +28,7 @@ LAVA_CLIENT = $(if $(filter lava,$(RUNNER)),lavacli)
 LAVA_LOCAL = lava-server lava-dispatcher lavacli postgresql
 
 .PHONY: all lab compare check test deps deps-lava lava-local lava-local-down \
-	variants health accel clean help variant mail replicate
+	variants health accel clean help variant mail replicate attribute
 
 all: help
 
@@ -44,6 +44,8 @@ help:
 	@echo "               of patches or Message-ID)"
 	@echo "make mail NAME=n  the report reports/<date>-n as reply.eml"
 	@echo "make replicate A=r B=s  two reports: made alike? verdicts agree?"
+	@echo "make attribute VARIANT=v SCENARIOS=x,y  which patch of v's series"
+	@echo "               brings each effect (every prefix run)"
 	@echo "make deps      install the Debian packages the lab needs"
 	@echo "make lava-local  start a LAVA instance on this machine"
 	@echo "VARIANTS=a,b SCENARIOS=x,y BOOTS=n narrow the matrix; NAME=n"
@@ -79,6 +81,12 @@ lab: deps
 
 variant: deps
 	@$(LAB) variant add "$(NAME)" --from "$(FROM)"
+
+# Every prefix of a variant's series against its base: which patch
+# brings each effect (report reports/<date>-attribute-<VARIANT>).
+attribute: deps
+	@$(LAB) attribute "$(VARIANT)" --scenarios "$(SCENARIOS)" \
+		--boots $(BOOTS) --jobs $(JOBS) $(if $(filter-out lab,$(NAME)),--name "$(NAME)")
 
 mail: deps
 	@$(LAB) mail --name "$(NAME)" $(if $(VARIANT),--variant "$(VARIANT)")

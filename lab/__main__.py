@@ -192,6 +192,25 @@ def cmd_replicate(args) -> int:
     return 0
 
 
+def cmd_attribute(args) -> int:
+    from . import attribute
+    variant = variants.select(args.variant)[0]
+    out = Path(args.out) if args.out else publish.default_folder(
+        args.name or f"attribute-{variant.name}")
+    descriptions, busy, lead = _scenario_facts()
+    command = _command(args, "scenarios", "boots", "jobs",
+                       "out" if args.out else "name").replace(
+        "lab attribute", f"lab attribute {variant.name}", 1)
+    text = attribute.run(variant, scenario.select(args.scenarios),
+                         args.boots, runners.module("local").make(args),
+                         out, command, descriptions, busy, lead)
+    if out.resolve().parent == report_index.REPORTS:
+        report_index.write()
+    print(text, end="")
+    info(f"report: {out}/attribution.md, {out}/report.md")
+    return 0
+
+
 def cmd_reports_index(args) -> int:
     info(f"{report_index.write()}")
     return 0
@@ -286,6 +305,26 @@ def parse_args(argv):
             runners.module(n).add_arguments(r.add_argument_group(
                 f"{n} (with --runner {n})"))
     r.set_defaults(func=cmd_run)
+
+    at = sub.add_parser(
+        "attribute", help="which patch of a variant's series brings each "
+        "effect: every prefix of the series run against its base",
+        description="Build every prefix of VARIANT's series (patch 1, "
+        "1-2, ..., all) in the shared tree, run the scenarios on each and "
+        "on the base into build/attribute/VARIANT/results (resumable), "
+        "and write the report with attribution.md.")
+    at.add_argument("variant")
+    at.add_argument("--scenarios", default="",
+                    help="comma-separated names (default: the default "
+                    "matrix's)")
+    at.add_argument("--boots", type=positive, default=stats.MIN_BOOTS)
+    at.add_argument("--jobs", type=positive, default=os.cpu_count() or 1)
+    at.add_argument("--name", default="",
+                    help="report folder: reports/<date>-<name> (default: "
+                    "attribute-VARIANT)")
+    at.add_argument("--out", default="",
+                    help="report folder, instead of reports/<date>-<name>")
+    at.set_defaults(func=cmd_attribute)
 
     c = with_matrix(sub.add_parser(
         "compare", help="write the report from existing results only"))

@@ -1,0 +1,62 @@
+"""Which patch of a series brings each of its effects.
+
+Input: the analysis of a matrix that ran the series' base and every
+prefix of it (lab/build/prefixes.py), each prefix judged against the
+base by the lab's ordinary rules.  For every verdict the whole series
+shows (lower or higher, on any metric the report prints), the first
+prefix that shows the same verdict, and whether every longer prefix
+shows it too: "from patch 2" or "from patch 2, not at 3".
+"""
+from . import analysis
+
+FINDINGS = ("lower", "higher")
+
+
+def table(a: dict, steps: list) -> list:
+    """One row per finding of the full series (steps[-1]): scenario,
+    metric, verdict, its ratio, each step's shown verdict, the first
+    step (1-based) that shows it, and whether it holds from there."""
+    full = steps[-1]
+    family = {id(c) for c in analysis.printed_family(a)}
+    rows = []
+    for key in sorted(a["cells"]):
+        scen, var = key.split("/")
+        if var != full:
+            continue
+        for metric, cmp in sorted(a["cells"][key].get("vs_baseline",
+                                                      {}).items()):
+            if id(cmp) not in family or cmp.get("shown") not in FINDINGS:
+                continue
+            shown = [a["cells"].get(f"{scen}/{s}", {}).get(
+                "vs_baseline", {}).get(metric, {}).get("shown", "not run")
+                for s in steps]
+            first = shown.index(cmp["shown"]) + 1
+            rows.append({"scenario": scen, "metric": metric,
+                         "verdict": cmp["shown"], "ratio": cmp.get("ratio"),
+                         "steps": shown, "first": first,
+                         "holds": all(v == cmp["shown"]
+                                      for v in shown[first - 1:])})
+    return rows
+
+
+def markdown(rows: list, steps: list, subjects: list) -> str:
+    """The attribution as a table and one line per patch."""
+    out = ["| scenario | metric | whole series | " +
+           " | ".join(f"1-{k}" for k in range(1, len(steps) + 1)) +
+           " | from |", "|---" * (len(steps) + 4) + "|"]
+    for r in rows:
+        ratio = f" x{r['ratio']:.2g}" if r["ratio"] else ""
+        where = f"patch {r['first']}" + ("" if r["holds"] else
+                                         ", not kept by every later step")
+        out.append(f"| {r['scenario']} | {r['metric']} | {r['verdict']}"
+                   f"{ratio} | " + " | ".join(r["steps"]) + f" | {where} |")
+    if not rows:
+        out.append("| (the whole series shows no finding in these "
+                   "scenarios) |" + " |" * (len(steps) + 3))
+    out.append("")
+    for k, subject in enumerate(subjects, 1):
+        brought = [f"{r['scenario']} {r['metric']}" for r in rows
+                   if r["first"] == k]
+        out.append(f"- patch {k}, {subject}: " +
+                   (", ".join(brought) if brought else "no finding first"))
+    return "\n".join(out) + "\n"

@@ -1,0 +1,57 @@
+"""`python3 -m lab attribute VARIANT`: which patch of a series brings
+each effect.
+
+Every prefix of the variant's series becomes a variant (lab/build/
+prefixes.py) and the matrix runs the base and the prefixes on the chosen
+scenarios, into build/attribute/<variant>/results (resumable like any
+matrix).  The report is the ordinary one, each prefix against the base,
+plus attribution.md: for every finding of the whole series, the first
+prefix that shows it and whether the longer ones keep it
+(lab/analyse/attribution.py).
+"""
+import json
+from pathlib import Path
+
+from .analyse import attribution
+from .build import prefixes
+from .run import matrix
+from .base import paths
+from .base.log import info
+from .base.variants import Variant
+from .report import publish
+
+
+def subject(patch: Path) -> str:
+    for line in patch.read_text(errors="replace").splitlines():
+        if line.startswith("Subject:"):
+            return line.split("]", 1)[-1].strip() if "]" in line else \
+                line[len("Subject:"):].strip()
+    return patch.name
+
+
+def run(variant: Variant, scenarios: list, boots: int, runner, out: Path,
+        command: str, descriptions: dict, busy: set, lead: dict) -> str:
+    """Build and run every prefix, write the report and attribution.md
+    into `out`; return attribution.md's text."""
+    work = paths.BUILD_DIR / "attribute" / variant.name
+    chosen = prefixes.write(variant, work / "variants")
+    steps = [v.name for v in chosen[1:]]
+    info(f"attribute {variant.name}: {len(steps)} steps "
+         f"({', '.join(steps)}) against {chosen[0].name}, "
+         f"{len(scenarios)} scenario(s) x {boots} boot(s)")
+    root = work / "results"
+    matrix.run(chosen, scenarios, boots, root, runner=runner)
+    publish.write(root, out, descriptions, command,
+                  [v.name for v in chosen], [s.name for s in scenarios],
+                  busy, lead)
+    a = json.loads((out / "data" / "analysis.json").read_text())
+    rows = attribution.table(a, steps)
+    text = (f"# Which patch of {variant.name} brings each effect\n\n"
+            f"Each prefix of the series against `{chosen[0].name}`, "
+            f"{boots} boot(s) a cell, by the report's own rules "
+            f"(report.md).  \"from patch k\": the first prefix that shows "
+            f"the whole series' verdict.\n\n" +
+            attribution.markdown(rows, steps,
+                                 [subject(p) for p in variant.patches]))
+    (out / "attribution.md").write_text(text)
+    return text
