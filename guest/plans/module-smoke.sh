@@ -69,6 +69,7 @@ expect_refused "cpu=-1" "cpu"
 expect_refused "period_us=50" "period_us"
 expect_refused "period_us=1000 spin_us=5000" "period_us"
 expect_refused "period_us=10000001" "period_us"
+expect_refused "irq=soft" "irq"
 
 for c in 0 1; do
 	for v in block net_rx irq_poll; do
@@ -80,6 +81,33 @@ done
 expect_runs "vector=storm storm_spin_us=200 burst=50" 100
 expect_runs "vector=block,net_rx,irq_poll,storm spin_us=500 storm_spin_us=500 burst=4" 20
 expect_runs "vector=block burst=1000 spin_us=10" 1000
+
+# irq=thread: every run in the module's interrupt thread, on cpu=, as
+# the softirqs its bottom-half section raised
+for c in 0 1; do
+	p="vector=block,net_rx,irq_poll,storm spin_us=500 storm_spin_us=500 burst=2 irq=thread cpu=$c"
+	# shellcheck disable=SC2086
+	if insmod "$KO" $p; then
+		echo 1000 > $D/trigger
+		sleep 1
+		r=$(getv runs); it=$(getv irq_thread)
+		if [ "$r" = 10 ] && [ "$it" = 10 ] && [ "$(getv wrong_cpu)" = 0 ] &&
+		   [ "$(getv wrong_ctx)" = 0 ] && grep -q "irq=thread" $D/stats &&
+		   grep -q softirq_load /proc/interrupts; then
+			ok "$p: runs=$r irq_thread=$it"
+		else
+			bad "$p: $(cat $D/stats)"
+		fi
+		unload
+	else
+		bad "cannot load: $p"
+	fi
+done
+if grep -q softirq_load /proc/interrupts; then
+	bad "the threaded interrupt outlived its module"
+else
+	ok "the threaded interrupt is freed on unload"
+fi
 
 # absolute trigger time: "@<CLOCK_MONOTONIC ns>" in the past fires at once
 if insmod "$KO" vector=irq_poll spin_us=100; then
@@ -138,7 +166,9 @@ slab0=$(mem Slab); free0=$(mem MemFree)
 i=0
 while [ $i -lt "$LOOPS" ]; do
 	c=$((i % 2))
-	if ! insmod "$KO" vector=block,net_rx,irq_poll,storm period_us=2000 spin_us=300 storm_spin_us=50 burst=3 cpu=$c; then
+	irq=hard
+	[ $((i % 4)) -ge 2 ] && irq=thread
+	if ! insmod "$KO" vector=block,net_rx,irq_poll,storm period_us=2000 spin_us=300 storm_spin_us=50 burst=3 cpu=$c irq=$irq; then
 		bad "cycle $i: cannot load"
 		break
 	fi

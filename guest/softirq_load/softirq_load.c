@@ -19,6 +19,14 @@
  *
  * Triggers come from a periodic timer (period_us > 0) or from writes to
  * debugfs softirq_load/trigger.  Counters are in debugfs softirq_load/.
+ *
+ * With irq=hard (the default) the timer's hard irq starts the chains, so
+ * their softirqs run at its irq exit, or in ksoftirqd where the kernel
+ * defers them (on PREEMPT_RT always).  With irq=thread the timer fires an
+ * interrupt of the module's own whose handler is threaded, as a device
+ * driver's is on PREEMPT_RT or with threadirqs: the thread (SCHED_FIFO 50,
+ * bound to cpu=) starts the chains with bottom halves disabled, and the
+ * softirqs run in that thread when it enables them again.
  */
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -30,6 +38,7 @@
 #include <linux/debugfs.h>
 #include <linux/hrtimer.h>
 #include <linux/interrupt.h>
+#include <linux/irq.h>
 #include <linux/irq_poll.h>
 #include <linux/kernel.h>
 #include <linux/ktime.h>
@@ -94,6 +103,11 @@ module_param_named(napis, sl_napis, uint, 0444);
 MODULE_PARM_DESC(napis,
 		 "NAPI instances for net_rx, 1..16 (default 1); with more than one, a trigger schedules them all and net_rx_action() polls them one after another in one pass; needs burst=1");
 
+static char *sl_irq_param = "hard";
+module_param_named(irq, sl_irq_param, charp, 0444);
+MODULE_PARM_DESC(irq,
+		 "what starts the chains: hard = the timer's hard irq (default); thread = the thread of a threaded interrupt the timer fires, as a device's on PREEMPT_RT");
+
 enum sl_vec_id {
 	SL_BLOCK,
 	SL_NET_RX,
@@ -114,6 +128,7 @@ enum sl_ctr {
 	SL_KSOFTIRQD,		/* runs in ksoftirqd */
 	SL_INLINE_IDLE,		/* inline runs on top of the idle task */
 	SL_INLINE_RT,		/* inline runs on top of an RT task */
+	SL_IRQ_THREAD,		/* runs in the module's interrupt thread */
 	SL_WRONG_CTX,		/* runs outside softirq context */
 	SL_WRONG_CPU,		/* runs on another CPU than cpu= */
 	SL_DELAY_TOTAL_NS,	/* trigger to first run of its chain, summed */
@@ -136,6 +151,7 @@ static const char * const sl_ctr_names[SL_NR_CTR] = {
 	[SL_KSOFTIRQD]		= "ksoftirqd",
 	[SL_INLINE_IDLE]	= "inline_idle",
 	[SL_INLINE_RT]		= "inline_rt",
+	[SL_IRQ_THREAD]		= "irq_thread",
 	[SL_WRONG_CTX]		= "wrong_ctx",
 	[SL_WRONG_CPU]		= "wrong_cpu",
 	[SL_DELAY_TOTAL_NS]	= "delay_total_ns",
@@ -193,6 +209,11 @@ static u64 sl_period_ns;
 static struct hrtimer sl_period_timer;
 static struct hrtimer sl_oneshot_timer;
 static struct dentry *sl_dir;
+
+/* irq=thread */
+static bool sl_threaded;
+static int sl_irq = -1;
+static struct task_struct *sl_irq_task;	/* its thread, once it has run */
 
 /* block */
 struct sl_cmd {
@@ -299,6 +320,9 @@ static bool sl_run(struct sl_vec *v)
 		c[SL_WRONG_CTX]++;
 	} else if (in_ksoftirqd) {
 		c[SL_KSOFTIRQD]++;
+	} else if (current == READ_ONCE(sl_irq_task)) {
+		/* the device's own thread: not an RT task it delays */
+		c[SL_IRQ_THREAD]++;
 	} else {
 		c[SL_INLINE]++;
 		if (is_idle_task(current))
@@ -668,7 +692,10 @@ static bool sl_kick(struct sl_vec *v)
 	}
 }
 
-/* Hard irq on cpu=: start one chain in every selected vector. */
+/*
+ * On cpu=, in the timer's hard irq or in the interrupt thread: start one
+ * chain in every selected vector.
+ */
 static void sl_trigger(void)
 {
 	u64 now = ktime_get_ns();
@@ -699,11 +726,54 @@ static void sl_trigger(void)
 	}
 }
 
+/*
+ * The threaded interrupt: the timer's hard irq only wakes the thread, which
+ * starts the chains with bottom halves disabled, as a driver's threaded
+ * handler does around napi_schedule() or a request's completion.  The
+ * softirqs they raise run at local_bh_enable(), in this thread.
+ */
+static irqreturn_t sl_irq_thread_fn(int irq, void *dev_id)
+{
+	WRITE_ONCE(sl_irq_task, current);
+	local_bh_disable();
+	sl_trigger();
+	local_bh_enable();
+	return IRQ_HANDLED;
+}
+
+static void sl_irq_noop(struct irq_data *d)
+{
+}
+
+/* Nothing is wired: the affinity only places the thread (on cpu=). */
+static int sl_irq_set_affinity(struct irq_data *d, const struct cpumask *mask,
+			       bool force)
+{
+	irq_data_update_effective_affinity(d, mask);
+	return IRQ_SET_MASK_OK;
+}
+
+static struct irq_chip sl_irq_chip = {
+	.name			= KBUILD_MODNAME,
+	.irq_mask		= sl_irq_noop,
+	.irq_unmask		= sl_irq_noop,
+	.irq_set_affinity	= sl_irq_set_affinity,
+};
+
+/* In the timer's hard irq. */
+static void sl_fire(void)
+{
+	if (sl_threaded)
+		generic_handle_irq(sl_irq);
+	else
+		sl_trigger();
+}
+
 static enum hrtimer_restart sl_period_fn(struct hrtimer *timer)
 {
 	if (READ_ONCE(sl_stopping))
 		return HRTIMER_NORESTART;
-	sl_trigger();
+	sl_fire();
 	hrtimer_forward_now(timer, ns_to_ktime(sl_period_ns));
 	return HRTIMER_RESTART;
 }
@@ -711,7 +781,7 @@ static enum hrtimer_restart sl_period_fn(struct hrtimer *timer)
 static enum hrtimer_restart sl_oneshot_fn(struct hrtimer *timer)
 {
 	if (!READ_ONCE(sl_stopping))
-		sl_trigger();
+		sl_fire();
 	return HRTIMER_NORESTART;
 }
 
@@ -842,9 +912,10 @@ static int sl_stats_show(struct seq_file *m, void *unused)
 
 	sl_snapshot(sum, &fires, &last_cpu);
 	seq_printf(m,
-		   "vector=%s spin_us=%u storm_spin_us=%u period_us=%u cpu=%d burst=%u napis=%u fires=%llu",
+		   "vector=%s spin_us=%u storm_spin_us=%u period_us=%u cpu=%d burst=%u napis=%u irq=%s fires=%llu",
 		   sl_vector_str, sl_spin_us, sl_storm_spin_us, sl_period_us,
-		   sl_cpu, sl_burst, sl_napis, fires);
+		   sl_cpu, sl_burst, sl_napis, sl_threaded ? "thread" : "hard",
+		   fires);
 	for (j = 0; j < SL_NR_CTR; j++)
 		seq_printf(m, " %s=%llu", sl_ctr_names[j], sum[j]);
 	seq_printf(m, " last_cpu=%d\n", last_cpu);
@@ -1020,6 +1091,13 @@ static int __init sl_check_params(void)
 		       sl_napis, sl_burst);
 		return -EINVAL;
 	}
+	if (!strcmp(sl_irq_param ? sl_irq_param : "", "thread")) {
+		sl_threaded = true;
+	} else if (strcmp(sl_irq_param ? sl_irq_param : "", "hard")) {
+		pr_err("irq: unknown '%s'; valid: hard, thread\n",
+		       sl_irq_param ? sl_irq_param : "");
+		return -EINVAL;
+	}
 	if (sl_cpu < 0 || sl_cpu >= nr_cpu_ids || !cpu_online(sl_cpu)) {
 		pr_err("cpu: %d is not an online CPU; online: %*pbl\n",
 		       sl_cpu, cpumask_pr_args(cpu_online_mask));
@@ -1052,6 +1130,47 @@ static int __init sl_check_params(void)
 		return -EINVAL;
 	}
 	return 0;
+}
+
+/*
+ * irq=thread: an interrupt descriptor of our own, fired only by the timer.
+ * The thread follows the interrupt's affinity; IRQ_MOVE_PCNTXT lets that be
+ * set now rather than at a next interrupt's ack, which this chip has none of.
+ */
+static int __init sl_irq_init(void)
+{
+	int irq, ret;
+
+	irq = irq_alloc_desc(NUMA_NO_NODE);
+	if (irq < 0)
+		return irq;
+	irq_set_chip_and_handler(irq, &sl_irq_chip, handle_simple_irq);
+	irq_modify_status(irq, IRQ_NOREQUEST | IRQ_NOTHREAD, IRQ_MOVE_PCNTXT);
+	ret = request_threaded_irq(irq, NULL, sl_irq_thread_fn, IRQF_ONESHOT,
+				   KBUILD_MODNAME, &sl_irq);
+	if (ret)
+		goto free_desc;
+	ret = irq_set_affinity(irq, cpumask_of(sl_cpu));
+	if (ret)
+		goto free_irq;
+	sl_irq = irq;
+	return 0;
+
+free_irq:
+	free_irq(irq, &sl_irq);
+free_desc:
+	irq_free_desc(irq);
+	return ret;
+}
+
+/* After the timers stopped: waits for a thread still starting chains. */
+static void sl_irq_exit(void)
+{
+	if (sl_irq < 0)
+		return;
+	free_irq(sl_irq, &sl_irq);
+	irq_free_desc(sl_irq);
+	sl_irq = -1;
 }
 
 /* Start nothing new; wait for the trigger timers. */
@@ -1145,6 +1264,14 @@ static int __init sl_init(void)
 	ret = sl_vectors_init();
 	if (ret)
 		goto fail;
+	if (sl_threaded) {
+		ret = sl_irq_init();
+		if (ret) {
+			pr_err("irq: cannot set up the threaded interrupt: %d\n",
+			       ret);
+			goto fail;
+		}
+	}
 	sl_debugfs_init();
 	if (sl_period_us) {
 		ret = sl_arm(&sl_period_timer,
@@ -1155,14 +1282,15 @@ static int __init sl_init(void)
 			goto fail;
 		}
 	}
-	pr_info("vector=%s spin_us=%u storm_spin_us=%u period_us=%u cpu=%d burst=%u napis=%u\n",
+	pr_info("vector=%s spin_us=%u storm_spin_us=%u period_us=%u cpu=%d burst=%u napis=%u irq=%s\n",
 		sl_vector_str, sl_spin_us, sl_storm_spin_us, sl_period_us,
-		sl_cpu, sl_burst, sl_napis);
+		sl_cpu, sl_burst, sl_napis, sl_threaded ? "thread" : "hard");
 	return 0;
 
 fail:
 	debugfs_remove_recursive(sl_dir);
 	sl_stop();
+	sl_irq_exit();
 	sl_vectors_exit();
 	return ret;
 }
@@ -1172,6 +1300,7 @@ static void __exit sl_exit(void)
 	/* waits for writers of trigger, so no timer is armed after this */
 	debugfs_remove_recursive(sl_dir);
 	sl_stop();
+	sl_irq_exit();
 	sl_vectors_exit();
 	pr_info("unloaded\n");
 }
@@ -1179,5 +1308,5 @@ static void __exit sl_exit(void)
 module_init(sl_init);
 module_exit(sl_exit);
 
-MODULE_DESCRIPTION("Long and short softirq load on one CPU, from a hard-irq timer");
+MODULE_DESCRIPTION("Long and short softirq load on one CPU, from a hard-irq timer or a threaded interrupt");
 MODULE_LICENSE("GPL");

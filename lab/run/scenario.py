@@ -92,7 +92,7 @@ NUMBERS = {"duration": (1, 3600), "disk": (16, 65536), "trace": (50, 100000),
            "trace_duration": (1, 3600), "cpus": (1, MAX_CPUS),
            "memory": (256, 8192)}
 MODULE_PARAMS = {"vector", "spin_us", "storm_spin_us", "period_us", "cpu",
-                 "burst", "napis"}
+                 "burst", "napis", "irq"}
 
 
 @dataclass
