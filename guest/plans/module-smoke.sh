@@ -82,18 +82,37 @@ expect_runs "vector=storm storm_spin_us=200 burst=50" 100
 expect_runs "vector=block,net_rx,irq_poll,storm spin_us=500 storm_spin_us=500 burst=4" 20
 expect_runs "vector=block burst=1000 spin_us=10" 1000
 
-# irq=thread: every run in the module's interrupt thread, on cpu=, as
-# the softirqs its bottom-half section raised
+# irq=thread: the softirqs start in the module's interrupt thread, on
+# cpu=.  HI and TASKLET once each: no kernel defers those two (short
+# vectors, and one pass is far under any time budget), so both runs are
+# the thread's; the long vectors may go on in ksoftirqd, by the kernel's
+# own rules, so only their sum is checked.
 for c in 0 1; do
-	p="vector=block,net_rx,irq_poll,storm spin_us=500 storm_spin_us=500 burst=2 irq=thread cpu=$c"
+	p="vector=storm storm_spin_us=100 irq=thread cpu=$c"
 	# shellcheck disable=SC2086
 	if insmod "$KO" $p; then
 		echo 1000 > $D/trigger
 		sleep 1
 		r=$(getv runs); it=$(getv irq_thread)
-		if [ "$r" = 10 ] && [ "$it" = 10 ] && [ "$(getv wrong_cpu)" = 0 ] &&
+		if [ "$r" = 2 ] && [ "$it" = 2 ] && [ "$(getv wrong_cpu)" = 0 ] &&
 		   [ "$(getv wrong_ctx)" = 0 ] && grep -q "irq=thread" $D/stats &&
 		   grep -q softirq_load /proc/interrupts; then
+			ok "$p: runs=$r irq_thread=$it"
+		else
+			bad "$p: $(cat $D/stats)"
+		fi
+		unload
+	else
+		bad "cannot load: $p"
+	fi
+	p="vector=block,net_rx,irq_poll spin_us=500 burst=2 irq=thread cpu=$c"
+	# shellcheck disable=SC2086
+	if insmod "$KO" $p; then
+		echo 1000 > $D/trigger
+		sleep 1
+		r=$(getv runs); it=$(getv irq_thread); k=$(getv ksoftirqd)
+		if [ "$r" = 6 ] && [ "$it" -ge 1 ] && [ $((it + k)) = 6 ] &&
+		   [ "$(getv wrong_cpu)" = 0 ] && [ "$(getv wrong_ctx)" = 0 ]; then
 			ok "$p: runs=$r irq_thread=$it"
 		else
 			bad "$p: $(cat $D/stats)"

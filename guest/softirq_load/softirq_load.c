@@ -26,7 +26,9 @@
  * interrupt of the module's own whose handler is threaded, as a device
  * driver's is on PREEMPT_RT or with threadirqs: the thread (SCHED_FIFO 50,
  * bound to cpu=) starts the chains with bottom halves disabled, and the
- * softirqs run in that thread when it enables them again.
+ * softirqs start in that thread when it enables them again; what the
+ * kernel's softirq loop does not finish there goes to ksoftirqd, as a
+ * device's would.
  */
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -214,6 +216,7 @@ static struct dentry *sl_dir;
 static bool sl_threaded;
 static int sl_irq = -1;
 static struct task_struct *sl_irq_task;	/* its thread, once it has run */
+static u64 sl_fired_ns;			/* when the timer last fired it */
 
 /* block */
 struct sl_cmd {
@@ -696,16 +699,10 @@ static bool sl_kick(struct sl_vec *v)
  * On cpu=, in the timer's hard irq or in the interrupt thread: start one
  * chain in every selected vector.
  */
-static void sl_trigger(void)
+static void sl_trigger(u64 now)
 {
-	u64 now = ktime_get_ns();
-	unsigned long flags;
 	bool started;
 	int i;
-
-	raw_spin_lock_irqsave(&sl_stats_lock, flags);
-	sl_fires++;
-	raw_spin_unlock_irqrestore(&sl_stats_lock, flags);
 
 	for (i = 0; i < SL_NR_VEC; i++) {
 		struct sl_vec *v = &sl_vecs[i];
@@ -736,13 +733,9 @@ static irqreturn_t sl_irq_thread_fn(int irq, void *dev_id)
 {
 	WRITE_ONCE(sl_irq_task, current);
 	local_bh_disable();
-	sl_trigger();
+	sl_trigger(READ_ONCE(sl_fired_ns));
 	local_bh_enable();
 	return IRQ_HANDLED;
-}
-
-static void sl_irq_noop(struct irq_data *d)
-{
 }
 
 /* Nothing is wired: the affinity only places the thread (on cpu=). */
@@ -753,20 +746,31 @@ static int sl_irq_set_affinity(struct irq_data *d, const struct cpumask *mask,
 	return IRQ_SET_MASK_OK;
 }
 
-static struct irq_chip sl_irq_chip = {
+static const struct irq_chip sl_irq_chip = {
 	.name			= KBUILD_MODNAME,
-	.irq_mask		= sl_irq_noop,
-	.irq_unmask		= sl_irq_noop,
 	.irq_set_affinity	= sl_irq_set_affinity,
 };
 
-/* In the timer's hard irq. */
+/*
+ * In the timer's hard irq.  A chain's wait counts from here, so with
+ * irq=thread it includes the thread's wake-up; fires that come while the
+ * thread is still pending merge into its next run (fires > triggers +
+ * missed).
+ */
 static void sl_fire(void)
 {
-	if (sl_threaded)
+	u64 now = ktime_get_ns();
+	unsigned long flags;
+
+	raw_spin_lock_irqsave(&sl_stats_lock, flags);
+	sl_fires++;
+	raw_spin_unlock_irqrestore(&sl_stats_lock, flags);
+	if (sl_threaded) {
+		WRITE_ONCE(sl_fired_ns, now);
 		generic_handle_irq(sl_irq);
-	else
-		sl_trigger();
+	} else {
+		sl_trigger(now);
+	}
 }
 
 static enum hrtimer_restart sl_period_fn(struct hrtimer *timer)
@@ -1062,6 +1066,7 @@ static int __init sl_parse_vectors(void)
 static int __init sl_check_params(void)
 {
 	unsigned int longest = 0, min_period;
+	const char *irq_mode;
 	int ret, i;
 
 	ret = sl_parse_vectors();
@@ -1091,11 +1096,11 @@ static int __init sl_check_params(void)
 		       sl_napis, sl_burst);
 		return -EINVAL;
 	}
-	if (!strcmp(sl_irq_param ? sl_irq_param : "", "thread")) {
+	irq_mode = sl_irq_param ? sl_irq_param : "";
+	if (!strcmp(irq_mode, "thread")) {
 		sl_threaded = true;
-	} else if (strcmp(sl_irq_param ? sl_irq_param : "", "hard")) {
-		pr_err("irq: unknown '%s'; valid: hard, thread\n",
-		       sl_irq_param ? sl_irq_param : "");
+	} else if (strcmp(irq_mode, "hard")) {
+		pr_err("irq: unknown '%s'; valid: hard, thread\n", irq_mode);
 		return -EINVAL;
 	}
 	if (sl_cpu < 0 || sl_cpu >= nr_cpu_ids || !cpu_online(sl_cpu)) {
@@ -1134,31 +1139,33 @@ static int __init sl_check_params(void)
 
 /*
  * irq=thread: an interrupt descriptor of our own, fired only by the timer.
- * The thread follows the interrupt's affinity; IRQ_MOVE_PCNTXT lets that be
- * set now rather than at a next interrupt's ack, which this chip has none of.
+ * It has no owner: irq_alloc_desc() would make this module its owner, and
+ * requesting it would then pin the module for good.  The thread follows the
+ * interrupt's affinity; IRQ_MOVE_PCNTXT lets that be set now rather than
+ * at a next interrupt's ack, which this chip has none of.
  */
 static int __init sl_irq_init(void)
 {
 	int irq, ret;
 
-	irq = irq_alloc_desc(NUMA_NO_NODE);
+	irq = __irq_alloc_descs(-1, 1, 1, NUMA_NO_NODE, NULL, NULL);
 	if (irq < 0)
 		return irq;
 	irq_set_chip_and_handler(irq, &sl_irq_chip, handle_simple_irq);
-	irq_modify_status(irq, IRQ_NOREQUEST | IRQ_NOTHREAD, IRQ_MOVE_PCNTXT);
+	irq_set_status_flags(irq, IRQ_MOVE_PCNTXT);
 	ret = request_threaded_irq(irq, NULL, sl_irq_thread_fn, IRQF_ONESHOT,
 				   KBUILD_MODNAME, &sl_irq);
 	if (ret)
-		goto free_desc;
+		goto err_free_desc;
 	ret = irq_set_affinity(irq, cpumask_of(sl_cpu));
 	if (ret)
-		goto free_irq;
+		goto err_free_irq;
 	sl_irq = irq;
 	return 0;
 
-free_irq:
+err_free_irq:
 	free_irq(irq, &sl_irq);
-free_desc:
+err_free_desc:
 	irq_free_desc(irq);
 	return ret;
 }
@@ -1171,6 +1178,7 @@ static void sl_irq_exit(void)
 	free_irq(sl_irq, &sl_irq);
 	irq_free_desc(sl_irq);
 	sl_irq = -1;
+	WRITE_ONCE(sl_irq_task, NULL);
 }
 
 /* Start nothing new; wait for the trigger timers. */
