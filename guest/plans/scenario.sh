@@ -1,4 +1,4 @@
-# Scenario plan (one run of a scenario; see lab/scenario.py for the file
+# Scenario plan (one run of a scenario; see lab/run/scenario.py for the file
 # format).  Background commands see DURATION and CPUS (the online
 # CPUs).  Parameters from the host: DURATION, CYCLICTEST, MODULE_ARGS,
 # DISK, NBACKGROUND and BACKGROUND_0.. (loads that run through every
@@ -8,7 +8,7 @@
 # auto-analysis at this many us), PIN (a CPU: cyclictest's threads are
 # pinned there instead of set free), PHASE_US and BG_PHASE_US (waits that
 # give each boot its own phase between the periodic loads,
-# lab/scenario.py).
+# lab/run/scenario.py).
 # Writes into $LAB: cyclictest.json (with histograms), cyclictest.out
 # (every sample, -v), cyclictest-start.txt, affinity.txt,
 # softirqs-before/after, ksoftirqd-before/after, net-before/after (the
@@ -61,7 +61,7 @@ ksoftirqd_ns() {
 
 # Receive counters of every network interface, UDP's, softnet_stat's and
 # the scratch disk's, with the time read: the loads' metrics over
-# cyclictest's run alone (lab/results.py counter_metrics).
+# cyclictest's run alone (lab/analyse/results.py counter_metrics).
 net_counters() {
 	read -r up _ < /proc/uptime
 	echo "uptime $up"
@@ -101,7 +101,7 @@ mark setup
 # cyclictest for $1 seconds, every sample printed (-v, unbuffered) to
 # /tmp/cyclictest.out, JSON to $2; prints its pid's thread ids with their
 # allowed CPUs, and writes to $3 how many samples each thread had
-# printed when they were set free (lab/cyclictest.py drops those).
+# printed when they were set free (lab/analyse/cyclictest.py drops those).
 # Debian's cyclictest 2.4 pins each thread to a CPU even without -a,
 # which hides the placement effect under test, so every thread's
 # affinity is widened (or pinned to $PIN) once the threads have pinned
@@ -160,8 +160,8 @@ run_cyclictest() {
 		awk -F: '$1 ~ /^ *[0-9]+$/ && $2 ~ /^ *[0-9]+$/ { n[$1 + 0]++ }
 		END { for (t in n) print t, n[t] }' > "$startfile"
 	chrt -o -p 0 $$ > /dev/null 2>&1 || true
-	# lab/trace.py explains only samples after this point (later than
-	# the counts above: lab/cyclictest.py drops 50 ms more)
+	# lab/analyse/trace.py explains only samples after this point (later than
+	# the counts above: lab/analyse/cyclictest.py drops 50 ms more)
 	echo "lab: affinity widened" 2> /dev/null \
 		> /sys/kernel/tracing/trace_marker || true
 	wait $ct || true
@@ -209,7 +209,7 @@ mark measure
 # holds), with the events traced into a ring buffer that holds the whole
 # phase (24 MB per CPU; measured: 2 MB for 10 s of long-block, while 8 MB
 # lost up to 80,000 of 300,000 events in 10 s of net-noise).  Its latencies
-# against the untraced run give the tracing overhead; lab/trace.py finds
+# against the untraced run give the tracing overhead; lab/analyse/trace.py finds
 # the worst wake-ups in the trace and explains them.  The trace clock is
 # CLOCK_MONOTONIC, cyclictest's: the default per-CPU clock drifts from it
 # by a millisecond across a 5 ms softirq when the TSC is unstable.
