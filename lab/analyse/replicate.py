@@ -144,9 +144,20 @@ def _cell(cell) -> str:
     return f"{scenario}/{variant} boot {boot}"
 
 
+def shared_runs(a: dict, b: dict) -> list:
+    """Cells whose run is the very same in A and B (one results folder
+    reported twice: the same boot, by its phase seed), not a repeat."""
+    def seed(run):
+        return run.get("phase_seed",
+                       run.get("plan_env", {}).get("PHASE_SEED"))
+    return [c for c in sorted(set(a) & set(b))
+            if seed(a[c]) is not None and seed(a[c]) == seed(b[c])]
+
+
 def is_repeat(a: dict, b: dict) -> bool:
-    """Runs of A and B: some in common, all made the same way."""
-    return bool(set(a) & set(b)) and not any(
+    """Runs of A and B: some in common, all made the same way, none the
+    same run."""
+    return bool(set(a) & set(b)) and not shared_runs(a, b) and not any(
         k in PLAN_KEYS for k in differences(a, b))
 
 
@@ -154,15 +165,18 @@ def earlier_repeats(folder: Path) -> list:
     """The other reports under reports/ that repeat some of `folder`'s
     runs the same way, newest first: where a new report's verdicts can
     be checked against an earlier one's."""
-    runs, _ = load(folder)
-    cells = {f"{scen}/{var}" for var, scen, _ in runs}
+    runs, an = load(folder)
+    # the compared cells: a report that shares only a base's runs has
+    # no verdict to check against
+    cells = {k for k, c in an["cells"].items() if "vs_baseline" in c}
 
     def shares_cells(data: Path) -> bool:
         # analysis.json alone first: most reports share no cell, and
         # their runs need not be read
         f = data / "analysis.json"
-        return f.is_file() and bool(
-            cells & set(json.loads(f.read_text())["cells"]))
+        return f.is_file() and bool(cells & {
+            k for k, c in json.loads(f.read_text())["cells"].items()
+            if "vs_baseline" in c})
     return [other.parent for other in sorted(
         (paths.REPO / "reports").glob("20*/data"), reverse=True)
         if other.parent.resolve() != folder.resolve() and
@@ -190,13 +204,15 @@ def text(name_a: str, name_b: str) -> str:
                      f"e.g. {_cell(cell)}: A `{va}`, B `{vb}`" +
                      (f" (and {more} more)" if more else ""))
     plan_diff = [k for k in PLAN_KEYS if k in diff]
+    same_runs = shared_runs(runs_a, runs_b)
+    why = (", ".join(plan_diff) + " differ or were not recorded"
+           if plan_diff else f"{len(same_runs)} runs are the same runs "
+           f"in both (e.g. {_cell(same_runs[0])}): the same measurement "
+           f"reported twice" if same_runs else "no run in common")
     lines += ["", ("**A repeat**: the same plan, scenarios, kernels, "
                    "initramfs, emulator and guest size; only the boots' "
-                   "phases differ." if not plan_diff and common else
-                   "**Not a repeat**: " + (", ".join(plan_diff) +
-                                           " differ or were not recorded"
-                                           if plan_diff else
-                                           "no run in common") +
+                   "phases differ." if not plan_diff and common and
+                   not same_runs else "**Not a repeat**: " + why +
                    "; the agreement below compares different "
                    "measurements."), "", "## Verdicts", "",
               "Both reports' verdicts as the lab's current rules give "

@@ -47,6 +47,24 @@ def test_two_runs_of_one_plan_are_a_repeat_and_their_verdicts_compared(
     assert "| long/mine | p99 | lower | n.s. |" in text
 
 
+def test_the_same_runs_in_two_reports_are_no_repeat(tmp_path, monkeypatch):
+    """A report made again from the same results (or sharing its base's
+    runs with another) reports one measurement twice."""
+    a = report(tmp_path / "a", [run(v, 1, seed=7) for v in
+                                ("baseline", "mine")], "lower")
+    b = report(tmp_path / "b", [run(v, 1, seed=7) for v in
+                                ("baseline", "mine")], "lower")
+    text = replicate.text(str(a), str(b))
+    assert "**Not a repeat**: 2 runs are the same runs in both (e.g. " \
+        "long/baseline boot 1)" in text
+    monkeypatch.setattr(replicate.paths, "REPO", tmp_path)
+    (tmp_path / "reports").mkdir()
+    a.rename(tmp_path / "reports" / "2026-01-01-a")
+    b.rename(tmp_path / "reports" / "2026-01-02-b")
+    assert replicate.earlier_repeats(tmp_path / "reports" /
+                                     "2026-01-02-b") == []
+
+
 def test_a_changed_cyclictest_line_is_named_and_no_repeat(tmp_path):
     a = report(tmp_path / "a", [run("mine", 1), run("baseline", 1)],
                "lower")
