@@ -85,8 +85,11 @@ expect_runs "vector=block burst=1000 spin_us=10" 1000
 # irq=thread: the softirqs start in the module's interrupt thread, on
 # cpu=.  HI and TASKLET once each: no kernel defers those two (short
 # vectors, and one pass is far under any time budget), so both runs are
-# the thread's; the long vectors may go on in ksoftirqd, by the kernel's
-# own rules, so only their sum is checked.
+# the thread's.  Where the long vectors run is the kernel's rule, not
+# the module's: stultz-v5 defers all of them, the thread being an RT
+# task; PREEMPT_RT runs the chains' later runs in whichever task next
+# enables bottom halves on that CPU.  So the module is checked for its
+# three chains and six runs on cpu=, and where they ran is printed.
 for c in 0 1; do
 	p="vector=storm storm_spin_us=100 irq=thread cpu=$c"
 	# shellcheck disable=SC2086
@@ -111,9 +114,9 @@ for c in 0 1; do
 		echo 1000 > $D/trigger
 		sleep 1
 		r=$(getv runs); it=$(getv irq_thread); k=$(getv ksoftirqd)
-		if [ "$r" = 6 ] && [ "$it" -ge 1 ] && [ $((it + k)) = 6 ] &&
+		if [ "$r" = 6 ] && [ "$(getv triggers)" = 3 ] &&
 		   [ "$(getv wrong_cpu)" = 0 ] && [ "$(getv wrong_ctx)" = 0 ]; then
-			ok "$p: runs=$r irq_thread=$it"
+			ok "$p: runs=$r irq_thread=$it ksoftirqd=$k inline=$(getv inline)"
 		else
 			bad "$p: $(cat $D/stats)"
 		fi
