@@ -29,9 +29,12 @@ PROGRAMS = {"probe": "softirq_probe", "udpsink": "udpsink",
 
 
 def source_hash(folder: Path) -> str:
+    """What a build depends on: every file but build products and the
+    folder's documentation (a README edit rebuilds nothing)."""
     h = hashlib.sha256()
     for f in sorted(folder.rglob("*")):
-        if f.is_file() and not f.name.endswith((".o", ".ko", ".cmd")):
+        if f.is_file() and not f.name.endswith((".o", ".ko", ".cmd",
+                                                 ".md")):
             h.update(str(f.relative_to(folder)).encode() + b"\0")
             h.update(f.read_bytes())
     return h.hexdigest()

@@ -205,3 +205,14 @@ def test_checkout_rewrites_only_the_files_that_change(tree, variant_root,
     after = (tree / "header.h").stat()                  # left alone:
     assert (after.st_ino, after.st_mtime_ns) == (before.st_ino,
                                                  before.st_mtime_ns)
+
+
+def test_a_readme_edit_rebuilds_no_guest_code(tmp_path):
+    from lab.build import guestbuild
+    (tmp_path / "x.c").write_text("int x;\n")
+    (tmp_path / "README.md").write_text("# x\n")
+    before = guestbuild.source_hash(tmp_path)
+    (tmp_path / "README.md").write_text("# x, explained better\n")
+    assert guestbuild.source_hash(tmp_path) == before
+    (tmp_path / "x.c").write_text("int y;\n")
+    assert guestbuild.source_hash(tmp_path) != before
