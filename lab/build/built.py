@@ -23,6 +23,11 @@ class Built:
         return Path(self.meta["objdir"])
 
     @property
+    def packaged(self) -> bool:
+        """A Debian image booted as packaged (lab/build/packaged.py)."""
+        return bool(self.meta.get("package"))
+
+    @property
     def headers(self):
         """A packaged kernel's unpacked headers, which external modules
         build against; None for a kernel the lab built."""

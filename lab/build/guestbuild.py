@@ -103,7 +103,7 @@ def program(folder: str) -> Path:
 def bare_initrd(built: Built) -> Path:
     """The common guest alone (no module, no programs): for plans that
     need neither; with the drivers a packaged kernel loads as modules."""
-    if built.headers:
+    if built.packaged:
         return initramfs.build(extra=packaged.drivers(built),
                                name=f"bare-{built.meta['release']}")
     return initramfs.build()
@@ -119,7 +119,7 @@ def initrd(variant, built: Built) -> Path:
                   for folder, name in PROGRAMS.items()})
     extra.update({lib.lstrip("/"): Path(lib)
                   for lib in initramfs.shared_libraries(str(rtla))})
-    if built.headers:
+    if built.packaged:
         extra.update(packaged.drivers(built))
     return initramfs.build(extra=extra, name=variant.name)
 

@@ -33,7 +33,7 @@ def check(built: Built, run_dir: Path, record: dict, cpus: int,
     seen = int((run_dir / "nproc").read_text())
     if seen != cpus:
         problems.append(f"guest sees {seen} CPU(s), QEMU gave it {cpus}")
-    if built.headers:
+    if built.packaged:
         return problems + packaged_identity(built, run_dir, release)
     if not release.endswith(f"-{own}"):
         problems.append(f"uname -r is {release!r}, expected it to end "
