@@ -9,11 +9,12 @@ plus attribution.md: for every finding of the whole series, the first
 prefix that shows it and whether the longer ones keep it
 (lab/analyse/attribution.py).
 """
+import email
 import json
 from pathlib import Path
 
 from .analyse import attribution
-from .build import prefixes
+from .build import prefixes, series
 from .run import matrix
 from .base import paths
 from .base.log import info
@@ -22,11 +23,9 @@ from .report import publish
 
 
 def subject(patch: Path) -> str:
-    for line in patch.read_text(errors="replace").splitlines():
-        if line.startswith("Subject:"):
-            return line.split("]", 1)[-1].strip() if "]" in line else \
-                line[len("Subject:"):].strip()
-    return patch.name
+    """A format-patch file's subject without its [PATCH n/m] tag."""
+    found = series.numbered(email.message_from_bytes(patch.read_bytes()))
+    return found[2] if found else patch.name
 
 
 def run(variant: Variant, scenarios: list, boots: int, runner, out: Path,

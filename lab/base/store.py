@@ -1,5 +1,6 @@
 """Result files are written atomically: a reader sees all or nothing."""
 import gzip
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -42,3 +43,8 @@ def read_json(path: Path):
     if path.suffix == ".gz":
         return json.loads(gzip.decompress(path.read_bytes()))
     return json.loads(path.read_text())
+
+
+def sha256(path: Path) -> str:
+    """A file's content hash, hex."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()

@@ -20,7 +20,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from ..base import kconfig, paths
+from ..base import kconfig, paths, store
 from . import packaged, source
 from .built import Built
 from ..base.log import LabError, fmt_seconds, info, warn
@@ -46,11 +46,6 @@ def check_disk(folder: Path, needed_gb: float,
         raise LabError(f"not enough disk space in {folder}: {free:.1f} GB "
                        f"free, {what} needs about {needed_gb} GB "
                        f"(set LAB_CACHE to use another disk)")
-
-
-def _sha256(path: Path) -> str:
-    import hashlib
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _worktree(repo: Path, tree: Path = None) -> Path:
@@ -430,11 +425,11 @@ def _build(variant: Variant, repo: Path, digest: str, version: str,
         "release": release,
         "kernel_version": version,
         "source_tarball_sha256": digest,
-        "patches": [{"name": p.name, "sha256": _sha256(p)}
+        "patches": [{"name": p.name, "sha256": store.sha256(p)}
                     for p in variant.patches],
-        "config_sha256": _sha256(config),
+        "config_sha256": store.sha256(config),
         "config_changes": config_changes(objdir),
-        "image_sha256": _sha256(objdir / IMAGE),
+        "image_sha256": store.sha256(objdir / IMAGE),
         "tree": str(tree),
         "objdir": str(objdir),
         "build_seconds": round(time.monotonic() - started, 1),

@@ -9,7 +9,6 @@ image, and the drivers the lab's guest needs that Debian builds as
 modules (virtio, 9p, ext4), loaded by /init before it mounts anything
 (guest/init).
 """
-import hashlib
 import json
 import re
 import shutil
@@ -17,7 +16,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from ..base import paths
+from ..base import paths, store
 from ..base.log import LabError, info
 from ..base.variants import Variant
 from .built import Built
@@ -101,10 +100,6 @@ def load_order(modules_dep: Path, wanted: tuple) -> list:
     return order
 
 
-def _digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def fetch(variant: Variant, index: int = 1, total: int = 1) -> Built:
     """The packaged kernel of `variant`, fetched and unpacked once."""
     package = variant.package
@@ -161,7 +156,7 @@ def fetch(variant: Variant, index: int = 1, total: int = 1) -> Built:
             makefile.read_text(), flags=re.M))
         meta = {
             "variant": variant.name,
-            "hash": _digest(image_deb),
+            "hash": store.sha256(image_deb),
             "recipe": RECIPE,
             "release": release,
             "kernel_version": version.split("-")[0],
@@ -169,9 +164,9 @@ def fetch(variant: Variant, index: int = 1, total: int = 1) -> Built:
             "package_version": version,
             "source_tarball_sha256": "",
             "patches": [],
-            "config_sha256": _digest(stage / "config"),
+            "config_sha256": store.sha256(stage / "config"),
             "headers": flavour,
-            "debs": {d.name: _digest(d)
+            "debs": {d.name: store.sha256(d)
                      for d in (image_deb, headers_deb, *extra)},
         }
         (stage / "build.json").write_text(json.dumps(meta, indent=2) + "\n")

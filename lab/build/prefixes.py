@@ -53,9 +53,7 @@ def write(variant: Variant, root: Path) -> list:
         kept = [r for r in requests if added_by.get(r.option, 0) <= k]
         left = [r.option for r in requests if r not in kept]
         if left:
-            (folder / "config").write_text(
-                "".join(f"# {r.option} is not set\n" if r.value == "n"
-                        else f"{r.option}={r.value}\n" for r in kept))
+            kconfig.write_fragment(kept, folder / "config")
         else:       # as it is: the same bytes, the same kernel hash
             shutil.copy2(variant.config, folder / "config")
         conf = variant.folder / variants.CONF
