@@ -137,6 +137,15 @@ def _us(v) -> str:
     return "-" if v is None else f"{v:.0f}"
 
 
+def _lab_qemu(count) -> str:
+    """Which build of the lab's QEMU a setting runs in, for the table."""
+    built = qemubuild.provenance(count)
+    what = (", ".join(built["patches"]) if built["patches"]
+            else "none of its patches")
+    return (f"; the lab's QEMU, build {built['build']}: Debian's source "
+            f"with common/qemu/: {what}")
+
+
 def markdown(rows: list, settings: list, command: str) -> str:
     desc = {s.name: s for s in settings}
     out = ["# Fidelity: the lab's noise floor per emulation setting", "",
@@ -197,9 +206,8 @@ def markdown(rows: list, settings: list, command: str) -> str:
     out += ["", "Settings:", ""]
     out += [f"- {n}: {desc[n].description} (`{' '.join(desc[n].to_accel().args)}`"
             + (f", guest `{desc[n].append}`" if desc[n].append else "")
-            + (f"; the lab's QEMU, build {qemubuild.provenance()['build']}: "
-               f"Debian's source with common/qemu/"
-               if desc[n].lab_qemu else "; Debian's QEMU")
+            + (_lab_qemu(desc[n].qemu_patches) if desc[n].lab_qemu
+               else "; Debian's QEMU")
             + ")" for n in dict.fromkeys(r.get("base", r["setting"])
                                          for r in rows)]
     return "\n".join(out) + "\n"

@@ -48,8 +48,10 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 """
 
 
-def patches() -> list:
-    return sorted(PATCHES_DIR.glob("*.patch"))
+def patches(count: int = None) -> list:
+    """The lab's QEMU patches, the first `count` of them (None: all): a
+    build with fewer tells a patch's effect from the build's own."""
+    return sorted(PATCHES_DIR.glob("*.patch"))[:count]
 
 
 def installed_source() -> tuple:
@@ -64,9 +66,9 @@ def installed_source() -> tuple:
     return name, version
 
 
-def build_key(version: str) -> str:
+def build_key(version: str, count: int = None) -> str:
     h = hashlib.sha256(f"{version}\n{' '.join(CONFIGURE)}\n".encode())
-    for p in patches():
+    for p in patches(count):
         h.update(p.name.encode() + p.read_bytes())
     return h.hexdigest()
 
@@ -75,19 +77,20 @@ def folder(key: str) -> Path:
     return paths.cache_dir() / "qemu" / key[:16]
 
 
-def provenance() -> dict:
+def provenance(count: int = None) -> dict:
     """What the lab's QEMU is made of (run.json records it)."""
     name, version = installed_source()
-    key = build_key(version)
+    key = build_key(version, count)
     return {"source": f"{name} {version} (Debian)",
-            "patches": [p.name for p in patches()], "build": key[:16],
+            "patches": [p.name for p in patches(count)], "build": key[:16],
             "binary": str(folder(key) / BINARY)}
 
 
-def ensure() -> Path:
-    """Build the lab's QEMU unless the cache has it; return the binary."""
+def ensure(count: int = None) -> Path:
+    """Build the lab's QEMU (with the first `count` patches, None: all)
+    unless the cache has it; return the binary."""
     name, version = installed_source()
-    key = build_key(version)
+    key = build_key(version, count)
     out = folder(key)
     if (out / BINARY).is_file():
         return out / BINARY
@@ -97,19 +100,19 @@ def ensure() -> Path:
         check_disk(paths.cache_dir(), NEEDED_GB, "the QEMU build")
         started = time.monotonic()
         info(f"QEMU: building {name} {version} with "
-             f"{len(patches())} lab patches (once, about 5 min)")
+             f"{len(patches(count))} lab patches (once, about 5 min)")
         work = out.with_name(out.name + ".work")
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
         tree = _unpacked(name, version, work)
-        _apply_patches(tree)
+        _apply_patches(tree, patches(count))
         _compile(tree, work / "build")
         out.mkdir(parents=True, exist_ok=True)
         # under a temporary name: a copy cut short is never taken as built
         shutil.copy2(work / "build" / BINARY, out / (BINARY + ".tmp"))
         os.replace(out / (BINARY + ".tmp"), out / BINARY)
-        (out / "provenance.json").write_text(json.dumps(provenance(),
-                                                        indent=1))
+        (out / "provenance.json").write_text(
+            json.dumps(provenance(count), indent=1))
         shutil.rmtree(work, ignore_errors=True)
         info(f"QEMU: built in {fmt_seconds(time.monotonic() - started)}")
     return out / BINARY
@@ -158,8 +161,8 @@ def _codename() -> str:
     raise LabError("/etc/os-release has no VERSION_CODENAME: not Debian?")
 
 
-def _apply_patches(tree: Path) -> None:
-    for p in patches():
+def _apply_patches(tree: Path, chosen: list) -> None:
+    for p in chosen:
         r = subprocess.run(["patch", "-p1", "--batch", "--forward", "-i",
                             str(p)], cwd=tree, capture_output=True, text=True)
         if r.returncode != 0:

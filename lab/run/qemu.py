@@ -30,7 +30,7 @@ def qemu_binary(accel: "Accel" = None) -> str:
     if os.environ.get("LAB_QEMU"):
         return os.environ["LAB_QEMU"]
     if accel is not None and accel.emulator:
-        return str(qemubuild.ensure())
+        return str(qemubuild.ensure(len(accel.emulator["patches"])))
     return "qemu-system-x86_64"
 
 

@@ -40,6 +40,7 @@ class Setting:
     append: str = ""            # guest kernel parameters
     pin: bool = False           # pin vCPU thread i to host core i
     lab_qemu: bool = False      # needs the lab's QEMU (lab/build/qemubuild.py)
+    qemu_patches: int = None    # how many of its patches (None: all)
 
     @property
     def stall_us(self):
@@ -47,8 +48,8 @@ class Setting:
         ran longer: a hard irq that did was a vCPU the emulator did not
         run (lab/docs/fidelity.md).  The lab's QEMU runs each vCPU at
         least every 20 us, and KVM runs it on a real CPU."""
-        return None if self.lab_qemu or self.accel == "kvm" \
-            else STALL_US
+        fair = self.lab_qemu and self.qemu_patches != 0
+        return None if fair or self.accel == "kvm" else STALL_US
 
     def to_accel(self) -> qemu.Accel:
         args = ["-accel", self.accel]
@@ -58,8 +59,9 @@ class Setting:
             args += ["-cpu", "host"]
         return qemu.Accel(self.accel.split(",")[0], f"setting {self.name}",
                           args, setting=self.name, append=self.append,
-                          pin=self.pin, emulator=qemubuild.provenance()
-                          if self.lab_qemu else {}, stall_us=self.stall_us)
+                          pin=self.pin, emulator=qemubuild.provenance(
+                              self.qemu_patches) if self.lab_qemu else {},
+                          stall_us=self.stall_us)
 
 
 SETTINGS = [
@@ -93,6 +95,12 @@ SETTINGS = [
     Setting("icount-5-nosleep", "instruction counting, 32 ns per "
             "instruction, sleep=off", "tcg", icount="shift=5,sleep=off",
             append=ICOUNT_APPEND),
+    # The lab's build of QEMU without its patches: what the build itself
+    # (its configure options, lab/build/qemubuild.py) changes.
+    Setting("icount-3-labbuild", "icount-3-nosleep in the lab's build of "
+            "Debian's QEMU source, none of its patches", "tcg",
+            icount="shift=3,sleep=off", append=ICOUNT_APPEND, lab_qemu=True,
+            qemu_patches=0),
     # The lab's QEMU (common/qemu/): each vCPU gets an equal share of the
     # instructions until the next timer, and at most 20 us of them before
     # the other vCPU's turn (lab/docs/fidelity.md).

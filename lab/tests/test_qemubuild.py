@@ -25,8 +25,12 @@ def test_the_sliced_setting_asks_for_the_lab_qemu_and_records_it():
 def test_the_binary_is_lab_qemu_for_its_settings_unless_lab_qemu_is_set(
         monkeypatch, tmp_path):
     monkeypatch.delenv("LAB_QEMU", raising=False)
-    monkeypatch.setattr(qemubuild, "ensure", lambda: tmp_path / "q")
-    assert qemu.qemu_binary(SLICED.to_accel()) == str(tmp_path / "q")
+    monkeypatch.setattr(qemubuild, "ensure",
+                        lambda count=None: tmp_path / f"q{count}")
+    assert qemu.qemu_binary(SLICED.to_accel()) == str(tmp_path / "q2")
+    # the build without the patches is its own binary
+    unpatched = settings.select("icount-3-labbuild")[0].to_accel()
+    assert qemu.qemu_binary(unpatched) == str(tmp_path / "q0")
     assert qemu.qemu_binary(qemu.Accel("tcg", "x")) == "qemu-system-x86_64"
     monkeypatch.setenv("LAB_QEMU", "/opt/q")
     assert qemu.qemu_binary(SLICED.to_accel()) == "/opt/q"
@@ -71,7 +75,7 @@ def test_a_patch_that_does_not_apply_is_named(monkeypatch, tmp_path):
         "--- a/a.c\n+++ b/a.c\n@@ -1 +1 @@\n-int b;\n+int c;\n")
     monkeypatch.setattr(qemubuild, "PATCHES_DIR", patches)
     with pytest.raises(LabError, match="0001-x.patch: does not apply"):
-        qemubuild._apply_patches(tree)
+        qemubuild._apply_patches(tree, qemubuild.patches())
 
 
 def test_the_setting_says_how_long_a_stall_is_the_emulators():
@@ -84,3 +88,12 @@ def test_the_setting_says_how_long_a_stall_is_the_emulators():
     # run.json from before the setting said: the QEMU build decides
     assert results.stall_limit({"emulator": {"build": "x"}}) == float("inf")
     assert results.stall_limit({"emulator": {}}) == 500
+
+
+def test_the_build_without_patches_is_another_build_that_stalls():
+    unpatched = settings.select("icount-3-labbuild")[0].to_accel()
+    assert unpatched.emulator["patches"] == []
+    assert unpatched.emulator["build"] != SLICED.to_accel().emulator["build"]
+    assert qemubuild.patches(1) == qemubuild.patches()[:1]
+    # without patch 0001 one busy vCPU stalls the other, as in Debian's
+    assert unpatched.stall_us == settings.STALL_US
