@@ -25,7 +25,7 @@ MODULE_SRC = paths.GUEST_DIR / "softirq_load"
 MODULE_NAME = "softirq_load.ko"
 # userspace programs: the folder under guest/ and the binary it makes
 PROGRAMS = {"probe": "softirq_probe", "udpsink": "udpsink",
-            "blkbatch": "blkbatch"}
+            "blkbatch": "blkbatch", "flagcheck": "flagcheck"}
 
 
 def source_hash(folder: Path) -> str:

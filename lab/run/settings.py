@@ -111,6 +111,12 @@ SETTINGS = [
     Setting("icount-3-slice20", "icount-3-fair, and no vCPU runs more "
             "than 20 us before the other's turn", "tcg,icount-slice=20000",
             icount="shift=3,sleep=off", append=ICOUNT_APPEND, lab_qemu=True),
+    # The lab's QEMU before 0003 (the cmpxchg flags mend): the medium of
+    # every report made before reports/2026-12-05-fidelity-cmpxchg/.
+    Setting("icount-3-slice20-no0003", "icount-3-slice20 in the lab's QEMU "
+            "without patch 0003", "tcg,icount-slice=20000",
+            icount="shift=3,sleep=off", append=ICOUNT_APPEND, lab_qemu=True,
+            qemu_patches=2),
     # The null control's speed-matched twin.  Under icount every vCPU's
     # instructions advance the one virtual clock, so while CPU1 is busy
     # CPU0 runs at half speed.  At 16 ns per instruction an idle guest's

@@ -9,10 +9,10 @@ import subprocess
 
 import pytest
 
-from lab.run import matrix, scenario, settings
-from lab.build import qemubuild
+from lab.run import boot, matrix, scenario, settings
+from lab.build import guestbuild, qemubuild
 from lab.analyse import results
-from lab.base import variants
+from lab.base import paths, variants
 
 # its tests share module fixtures: one worker runs them all
 pytestmark = [pytest.mark.guest, pytest.mark.xdist_group("emulator")]
@@ -97,3 +97,41 @@ def test_runs_record_which_qemu_ran_them(null_control):
         "accel"]["emulator"]
     assert emulator["build"] == qemubuild.provenance()["build"]
     assert emulator["patches"] == [p.name for p in qemubuild.patches()]
+
+
+def test_flagcheck_expects_what_this_hosts_cpu_does():
+    """guest/flagcheck's expectation is the CPU's: it passes on the host."""
+    r = subprocess.run([str(guestbuild.program("flagcheck"))],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stdout
+    assert r.stdout.count(" right") == 2
+
+
+@pytest.fixture(scope="module")
+def flagcheck(built):
+    """flagcheck in a baseline guest, in the lab's QEMU with and without
+    patch 0003: {setting: (exit code, output)}."""
+    v = variants.select("baseline")[0]
+    out = {}
+    for name in (settings.DEFAULT_TCG, "icount-3-slice20-no0003"):
+        run_dir = paths.BUILD_DIR / "test-runs" / "flagcheck" / name
+        record = boot.run_plan(built["baseline"], paths.GUEST_DIR / "plans" /
+                               "flagcheck.sh", run_dir,
+                               settings.select(name)[0].to_accel(),
+                               initrd=guestbuild.initrd(v, built["baseline"]))
+        assert record["status"] == "ok", record["reason"]
+        out[name] = (int((run_dir / "flagcheck-exit").read_text()),
+                     (run_dir / "flagcheck.txt").read_text())
+    return out
+
+
+def test_the_lab_qemu_computes_the_flags_after_cmpxchg_right(flagcheck):
+    rc, text = flagcheck[settings.DEFAULT_TCG]
+    assert rc == 0, text
+
+
+def test_without_0003_the_flags_after_cmpxchg_are_wrong(flagcheck):
+    """The bug 0003 mends, still there where it is not: the check can
+    fail."""
+    rc, text = flagcheck["icount-3-slice20-no0003"]
+    assert rc == 1 and text.count("WRONG") == 2, text

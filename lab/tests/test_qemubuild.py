@@ -14,7 +14,7 @@ def test_the_sliced_setting_asks_for_the_lab_qemu_and_records_it():
     accel = SLICED.to_accel()
     assert accel.args[:2] == ["-accel", "tcg,icount-slice=20000"]
     assert accel.emulator["patches"] == [p.name for p in qemubuild.patches()]
-    assert len(accel.emulator["patches"]) == 2
+    assert len(accel.emulator["patches"]) == 3
     assert accel.emulator["source"].startswith("qemu ")
     assert accel.as_dict()["emulator"] == accel.emulator
     assert "the lab's QEMU" in accel.summary()
@@ -27,7 +27,8 @@ def test_the_binary_is_lab_qemu_for_its_settings_unless_lab_qemu_is_set(
     monkeypatch.delenv("LAB_QEMU", raising=False)
     monkeypatch.setattr(qemubuild, "ensure",
                         lambda count=None: tmp_path / f"q{count}")
-    assert qemu.qemu_binary(SLICED.to_accel()) == str(tmp_path / "q2")
+    assert qemu.qemu_binary(SLICED.to_accel()) == \
+        str(tmp_path / f"q{len(qemubuild.patches())}")
     # the build without the patches is its own binary
     unpatched = settings.select("icount-3-labbuild")[0].to_accel()
     assert qemu.qemu_binary(unpatched) == str(tmp_path / "q0")
