@@ -39,7 +39,7 @@ from . import metrics
 ALPHA = 0.01
 FDR = 0.05              # Benjamini-Hochberg, over a report's family
 MIN_BOOTS = 5
-RATIO = 1.5
+RATIO = 2.0
 LEVEL = 0.95            # the Hodges-Lehmann interval
 EXACT_LIMIT = 200_000   # splits enumerated; above, random ones (seeded)
 SEED = 20221116

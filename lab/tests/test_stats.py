@@ -142,14 +142,21 @@ def test_missed_periods_from_a_run_with_known_gaps(tmp_path: Path):
 
 
 def test_a_significant_shift_under_the_ratio_is_no_finding():
+    """1.6x, beyond the spread and significant, is no finding at 2x."""
+    base = [100, 101, 99, 100, 102]
+    c = stats.compare([160, 161, 159, 160, 162], base)
+    assert c["verdict"] == "n.s." and c["under"] == "2.0x"
+    assert stats.compare([210, 211, 209, 210, 212], base)["verdict"] == \
+        "higher"
+
     base = [100, 101, 99, 100, 102]
     var = [80, 81, 79, 80, 82]                 # 0.8x, far beyond spread
     c = stats.compare(var, base)
     assert c["verdict"] == "n.s." and c["p"] < stats.ALPHA
-    assert (c["direction"], c["under"]) == ("lower", "1.5x")
+    assert (c["direction"], c["under"]) == ("lower", "2.0x")
     from lab.report import text as report_text
     assert report_text._verdict_word(dict(c, shown="n.s."), detail=True) == \
-        "n.s. (lower x0.80, under 1.5x)"
+        "n.s. (lower x0.80, under 2.0x)"
 
 
 def test_a_shift_under_the_metrics_floor_gets_no_verdict():
