@@ -21,27 +21,15 @@ pytestmark = [pytest.mark.guest, pytest.mark.xdist_group("boot_variants")]
 
 CPUS = 2
 ALL = variants.discover()
+
+
 BY_NAME = {v.name: v for v in ALL}
-
-# Variants the lab's QEMU cannot boot reliably yet, and the evidence.
-MEDIUM_FAULTS = {
-    "debian-stock": "Debian's stock image fails 6 of 16 boots in the lab's "
-                    "QEMU and 0 of 16 in the same build without its patches "
-                    "(variants/debian-stock/README.md)",
-}
-
-
-def bootable(names):
-    return [pytest.param(n, marks=pytest.mark.skip(reason=MEDIUM_FAULTS[n]))
-            if n in MEDIUM_FAULTS else n for n in names]
 
 
 @pytest.fixture(scope="module")
 def health_runs(built, accel):
     runs = {}
     for name, b in built.items():
-        if name in MEDIUM_FAULTS:
-            continue
         run_dir = paths.BUILD_DIR / "test-runs" / "health" / name
         record = boot.run_plan(b, health.PLAN, run_dir, accel,
                                timeout=180, cpus=CPUS,
@@ -50,7 +38,7 @@ def health_runs(built, accel):
     return runs
 
 
-@pytest.mark.parametrize("name", bootable(v.name for v in ALL))
+@pytest.mark.parametrize("name", [v.name for v in ALL])
 def test_variant_boots_and_is_itself(name, built, health_runs):
     run_dir, record = health_runs[name]
     assert health.check(built[name], run_dir, record, CPUS,
@@ -64,7 +52,7 @@ def test_variant_boots_and_is_itself(name, built, health_runs):
         (run_dir / "console.log").read_text(errors="replace")
 
 
-@pytest.mark.parametrize("name", bootable(v.name for v in ALL))
+@pytest.mark.parametrize("name", [v.name for v in ALL])
 def test_run_records_provenance(name, health_runs):
     record = store.read_json(health_runs[name][0] / "run.json")
     assert record["status"] == "ok"
