@@ -19,8 +19,9 @@ import signal
 
 from pathlib import Path
 
-from .run import accelerator, boot, health, matrix, runners, scenario, settings
-from .build import kernel, guestbuild, qemubuild, rtlabuild
+from .run import (accelerator, boot, health, matrix, qemu, runners,
+                  scenario, settings)
+from .build import kernel, guestbuild, rtlabuild
 from . import fidelity
 from .base import paths, stats, variants
 from .report import publish, index as report_index
@@ -32,8 +33,9 @@ def cmd_build(args) -> int:
     kernel.build_all(variants.select(args.variants), force=args.force,
                     then=guestbuild.module)
     # and what the guests run in and with, built once
-    if accelerator.tcg("build").emulator:
-        qemubuild.ensure()
+    chosen = accelerator.tcg("build")
+    if chosen.emulator:
+        qemu.qemu_binary(chosen)
     rtlabuild.ensure()
     return 0
 

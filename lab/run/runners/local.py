@@ -11,7 +11,6 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from .. import accelerator, boot, nicload, qemu, runfolder
-from ...build import qemubuild
 from ...base.log import fmt_seconds, info
 
 HELP = "boot guests in QEMU here (default)"
@@ -33,7 +32,7 @@ class Local:
     def run(self, todo: list, built: dict, initrds: dict, accel,
             root: Path) -> None:
         if accel.emulator:
-            qemubuild.ensure()      # built now, not by the first guest
+            qemu.qemu_binary(accel)     # built now, not by the first guest
         run_all(todo, built, initrds, accel, root, self.jobs)
 
 
