@@ -9,10 +9,11 @@ import subprocess
 
 import pytest
 
-from lab.run import boot, matrix, scenario, settings
+from lab.run import matrix, scenario, settings
 from lab.build import guestbuild, qemubuild
 from lab.analyse import results
-from lab.base import paths, variants
+from lab.base import variants
+from lab.tests.test_guest_module import run_in_guest
 
 # its tests share module fixtures: one worker runs them all
 pytestmark = [pytest.mark.guest, pytest.mark.xdist_group("emulator")]
@@ -114,12 +115,9 @@ def flagcheck(built):
     v = variants.select("baseline")[0]
     out = {}
     for name in (settings.DEFAULT_TCG, settings.DEBIAN_TCG):
-        run_dir = paths.BUILD_DIR / "test-runs" / "flagcheck" / name
-        record = boot.run_plan(built["baseline"], paths.GUEST_DIR / "plans" /
-                               "flagcheck.sh", run_dir,
+        run_dir = run_in_guest("flagcheck.sh", v, built,
                                settings.select(name)[0].to_accel(),
-                               initrd=guestbuild.initrd(v, built["baseline"]))
-        assert record["status"] == "ok", record["reason"]
+                               f"flagcheck-{name}")
         out[name] = (int((run_dir / "flagcheck-exit").read_text()),
                      (run_dir / "flagcheck.txt").read_text())
     return out
