@@ -59,8 +59,8 @@ def cmd_health(args) -> int:
         run_dir = paths.BUILD_DIR / "runs" / "health" / b.variant
         record = boot.run_plan(b, health.PLAN, run_dir, accel,
                                timeout=args.timeout, cpus=args.cpus,
-                               append=v.append)
-        problems = health.check(b, run_dir, record, args.cpus, v.append)
+                               append=v.append, env=health.env(v))
+        problems = health.check(b, run_dir, record, args.cpus, v)
         print(health.line(b, record, problems))
         for p in problems:
             print("  " + p.replace("\n", "\n  "))

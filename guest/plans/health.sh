@@ -1,7 +1,8 @@
 # Health plan: prove which kernel booted and what the guest can see.
 # Writes kernel-release, version (/proc/version), cpus-online, nproc, the
 # kernel command line and the booted kernel's own .config (from
-# /proc/config.gz, where the kernel has it: Debian's do not) into $LAB.
+# /proc/config.gz, where the kernel has it: Debian's do not) into $LAB,
+# and the variant's set-up's output (setup.log) where it has one.
 set -e
 uname -r > "$LAB/kernel-release.tmp"
 cat /proc/version > "$LAB/version.tmp"
@@ -15,3 +16,4 @@ if [ -f /proc/config.gz ]; then
 	zcat /proc/config.gz > "$LAB/booted-config.tmp"
 	mv "$LAB/booted-config.tmp" "$LAB/booted-config"
 fi
+SETUP=${SETUP:-} lab-setup

@@ -8,12 +8,13 @@
 # auto-analysis at this many us), PIN (a CPU: cyclictest's threads are
 # pinned there instead of set free), PHASE_US and BG_PHASE_US (waits that
 # give each boot its own phase between the periodic loads,
-# lab/run/scenario.py).
+# lab/run/scenario.py), SETUP (the variant's setup.sh, run first:
+# guest/bin/lab-setup).
 # Writes into $LAB: cyclictest.json (with histograms), cyclictest.out
 # (every sample, -v), cyclictest-start.txt, affinity.txt,
 # softirqs-before/after, ksoftirqd-before/after, net-before/after (the
 # network's and the scratch disk's counters),
-# bg-N.log, module-stats,
+# bg-N.log, module-stats, setup.log (with SETUP),
 # probe.jsonl, measurements; with TRACE also the same cyclictest files
 # named cyclictest-traced.*, trace.dat and trace-stats.
 set -e
@@ -76,6 +77,7 @@ net_counters() {
 	[ ! -f /sys/block/vda/stat ] || sed 's/^/disk vda /' /sys/block/vda/stat
 }
 
+SETUP=${SETUP:-} lab-setup
 if [ "$DISK" != 0 ]; then
 	mke2fs -q /dev/vda
 	mkdir -p /mnt/disk

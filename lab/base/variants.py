@@ -15,6 +15,13 @@ optionally `variant.conf` (what it is built from and how it boots) and
                            compared with; a base names itself
     message_id = <...>     the posted series it comes from (`lab variant
     subject = [PATCH ...]  add` writes both; `lab mail` replies to it)
+    checkpatch_ignore = AVOID_BUG
+                           checkpatch message types a backport keeps as
+                           upstream merged them (say why in README.md)
+
+Optionally `setup.sh`: POSIX sh the guest runs before any load starts,
+for set-up beyond the command line (a sysfs write, a chrt); its output
+is kept as setup.log, and a failure fails the run with it.
 
 Adding a variant is making such a folder; nothing else names variants.
 """
@@ -29,9 +36,10 @@ from .log import LabError, warn
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9.+_-]*$")
 REQUIRED = ("series", "config", "README.md")
 CONF = "variant.conf"
+SETUP = "setup.sh"
 CONF_DEFAULTS = {"source": "6.1", "append": "", "role": "proposal",
                  "kernel": "", "package": "", "default": "yes", "base": "baseline",
-                 "message_id": "", "subject": ""}
+                 "message_id": "", "subject": "", "checkpatch_ignore": ""}
 CONF_CHOICES = {"role": ("proposal", "reference"),
                 "default": ("yes", "no")}
 SOURCE_RE = re.compile(r"^\d+\.\d+$")
@@ -86,9 +94,20 @@ class Variant:
         other = self.get("kernel")
         return load(self.folder.parent / other) if other else self
 
+    @property
+    def setup(self) -> str:
+        """Its guest set-up script (setup.sh), or "" if it has none."""
+        f = self.folder / SETUP
+        return f.read_text() if f.is_file() else ""
+
     def described(self) -> dict:
-        """What run.json says about the variant besides its kernel."""
-        return dict(self.conf, name=self.name)
+        """What run.json says about the variant besides its kernel; the
+        set-up script only where there is one, so that other variants'
+        records stay as they were."""
+        out = dict(self.conf, name=self.name)
+        if self.setup:
+            out["setup"] = self.setup
+        return out
 
     def expect(self, test: str):
         """What the mechanism test `test` must see in this kernel:
@@ -215,6 +234,18 @@ def _check_base(folder: Path, conf: dict, path: Path):
                        f"{theirs['source']}, this variant from "
                        f"{conf['source']}: a base must be of the same "
                        f"source generation")
+
+
+def generation_base(source: str, root: Path = None) -> str:
+    """The base of a source generation: its variant that is its own
+    base (baseline for 6.1, mainline-6.12 for 6.12)."""
+    root = root or paths.VARIANTS_DIR
+    for folder in sorted(d for d in root.iterdir() if d.is_dir()):
+        conf = dict(CONF_DEFAULTS, **_read_conf_keys(folder / CONF))
+        if conf["source"] == source and conf["base"] == folder.name:
+            return folder.name
+    raise LabError(f"no variant in {root} is the base of source {source} "
+                   f"(a variant of that source with base = its own name)")
 
 
 def _read_conf_keys(path: Path) -> dict:

@@ -253,6 +253,7 @@ def add(name: str, series: str, generation: str = paths.GENERATION,
     if folder.exists():
         raise LabError(f"variant {name!r} exists already ({folder}); "
                        f"choose another name")
+    base_variant = variants.generation_base(generation, root)
     with tempfile.TemporaryDirectory() as tmpname:
         tmp = Path(tmpname)
         local = given.is_dir() or given.is_file()
@@ -293,6 +294,7 @@ def add(name: str, series: str, generation: str = paths.GENERATION,
             readme(name, cover, first, checked["total"], msgid))
         (stage / "variant.conf").write_text(
             f"# imported from a posted series\nsource = {generation}\n"
+            f"base = {base_variant}\n"
             f"role = proposal\ndefault = no\nmessage_id = {msgid}\n"
             f"subject = {subject}\n")
         shutil.copytree(stage, folder)

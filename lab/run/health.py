@@ -5,7 +5,8 @@ The guest reports `uname -r`, the CPUs it sees and its own .config (from
 count is what QEMU was given, and the booted config is the one the build
 produced, so each variant's own switches are on in it and nowhere else.
 A packaged Debian kernel has no config.gz: its release and the package
-version in /proc/version prove it.
+version in /proc/version prove it.  A variant with a setup.sh runs it,
+and it must end well.
 """
 from pathlib import Path
 
@@ -15,14 +16,26 @@ from ..build.built import Built
 PLAN = paths.GUEST_DIR / "plans" / "health.sh"
 
 
+def env(variant) -> dict:
+    """The health plan's parameters: the variant's set-up, if any."""
+    return {"SETUP": variant.setup} if variant.setup else {}
+
+
 def check(built: Built, run_dir: Path, record: dict, cpus: int,
-          append: str = "") -> list:
+          variant) -> list:
     """Problems found in a finished health run; [] if it is healthy.
-    `append`: the variant's own kernel parameters, which it must have
-    booted with."""
+    `variant` must have booted with its own kernel parameters and, where
+    it has a setup.sh, run it to its end."""
     if record["status"] != "ok":
         return [record["reason"]]
     problems = []
+    append = variant.append
+    if variant.setup:
+        log = run_dir / "setup.log"
+        said = log.read_text().splitlines() if log.is_file() else []
+        if not said or said[-1] != "setup-exit 0":
+            problems.append(f"{variant.name}'s setup.sh did not end well: "
+                            f"{' | '.join(said[-5:]) or 'no setup.log'}")
     cmdline = (run_dir / "cmdline").read_text().split()
     missing = [w for w in append.split() if w not in cmdline]
     if missing:

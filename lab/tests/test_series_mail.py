@@ -57,6 +57,7 @@ TOY_EDITS = [("kernel/Kconfig.x", "config OLD\n",
 def test_a_series_is_checked_before_anything_is_written(tmp_path):
     root = tmp_path / "variants"
     (root / "taken").mkdir(parents=True)
+    (root / "baseline").mkdir()
     text = make_series(tmp_path, TOY, TOY_EDITS)
     with pytest.raises(LabError, match="variant 'taken' exists already"):
         series.add("taken", str(tmp_path), root=root)
@@ -81,7 +82,7 @@ def test_a_series_is_checked_before_anything_is_written(tmp_path):
     with pytest.raises(LabError, match=r"serie.mbox: no such file or "
                        r"folder, and not a Message-ID"):
         series.add("typo", str(tmp_path / "serie.mbox"), root=root)
-    assert sorted(p.name for p in root.iterdir()) == ["taken"]
+    assert sorted(p.name for p in root.iterdir()) == ["baseline", "taken"]
 
 
 def test_a_series_without_message_ids_is_threaded_for_b4(tmp_path):
@@ -133,7 +134,7 @@ def test_a_posted_series_becomes_a_variant_that_applies(tmp_path):
     mbox = tmp_path / "series.mbox"
     mbox.write_text(make_series(tmp_path, files, edits))
     root = tmp_path / "variants"
-    root.mkdir()
+    (root / "baseline").mkdir(parents=True)   # the generation's base
     folder = series.add("from-mbox", str(mbox), root=root)
     names = (folder / "series").read_text().split("\n")
     patches = [n for n in names if n.endswith(".patch")]
@@ -145,6 +146,7 @@ def test_a_posted_series_becomes_a_variant_that_applies(tmp_path):
     assert "A series for the lab's test." in readme
     conf = (folder / "variant.conf").read_text()
     assert "message_id = cover." in conf
+    assert "base = baseline\n" in conf
     # a series that does not apply: patch, file and hunk named
     bad = tmp_path / "bad.mbox"
     bad.write_text(mbox.read_text().replace(

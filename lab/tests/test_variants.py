@@ -138,6 +138,22 @@ def test_variant_conf_says_source_boot_parameters_and_role(variant_root):
     assert v.tarball.name == "linux-source-6.1.tar.xz"
     plain = variants.load(variant_root / "baseline")
     assert plain.kernel_variant() is plain and plain.in_default_matrix
+    assert "setup" not in plain.described()
+
+
+def test_a_setup_script_reaches_the_plan_and_the_record(variant_root):
+    """setup.sh goes to the guest as SETUP and into run.json; a change
+    to it is a change of the variant."""
+    from lab.run import matrix, scenario
+    make_variant(variant_root, "baseline")
+    folder = make_variant(variant_root, "napi")
+    (folder / "setup.sh").write_text("echo 1 > /sys/class/net/eth0/x\n")
+    v = variants.load(folder)
+    assert v.described()["setup"] == "echo 1 > /sys/class/net/eth0/x\n"
+    idle = scenario.select("idle")[0]
+    assert matrix.Cell(v, idle, 1).plan_env()["SETUP"] == v.setup
+    plain = variants.load(variant_root / "baseline")
+    assert "SETUP" not in matrix.Cell(plain, idle, 1).plan_env()
 
 
 @pytest.mark.parametrize("text, error", [
@@ -176,6 +192,12 @@ def test_a_generation_has_its_own_base(variant_root):
     assert [(v.name, v.base) for v in variants.discover(variant_root)] == \
         [("baseline", "baseline"), ("base-6.12", "base-6.12"),
          ("rt-6.12", "base-6.12")]
+    # what `lab variant add --source` writes into a new variant.conf
+    assert variants.generation_base("6.12", variant_root) == "base-6.12"
+    assert variants.generation_base("6.1", variant_root) == "baseline"
+    with pytest.raises(LabError, match="no variant in .* is the base of "
+                       "source 7.0"):
+        variants.generation_base("7.0", variant_root)
 
 
 def test_a_boot_only_variant_has_no_patches_of_its_own(variant_root):
