@@ -28,14 +28,17 @@ LAVA_CLIENT = $(if $(filter lava,$(RUNNER)),lavacli)
 LAVA_LOCAL = lava-server lava-dispatcher lavacli postgresql
 
 .PHONY: all lab compare check test deps deps-lava lava-local lava-local-down \
-	variants health accel clean help variant mail replicate attribute
+	variants health accel clean help variant mail replicate attribute \
+	check-all
 
 all: help
 
 help:
 	@echo "make lab       build the variants, run the matrix, write the report"
 	@echo "make compare   write the report again from existing results"
-	@echo "make check     run the tests (unit tests, then boot tests)"
+	@echo "make check     run the tests (unit tests, then boot tests of the"
+	@echo "               default matrix's kernels; every series unbuilt)"
+	@echo "make check-all the same, booting every variant"
 	@echo "make test      the unit tests only (under a minute)"
 	@echo "make variants  build the variant kernels (cached)"
 	@echo "make health    boot each variant and prove which kernel it is"
@@ -105,8 +108,9 @@ PYTEST = LAB_TEST_VARIANTS="$(VARIANTS)" $(PY) -m pytest -p no:cacheprovider -q
 test:
 	@$(PYTEST) lab/tests -m "not guest"
 
-# The tests include an end-to-end run through a local LAVA.  The guest
-# mechanism tests run in the default matrix's variants; VARIANTS=all (or
+# The tests include an end-to-end run through a local LAVA.  The boot and
+# mechanism tests run in the default matrix's variants (every variant's
+# series is applied and checked unbuilt); VARIANTS=all (check-all, or
 # a list) runs them in those.  JOBS pytest workers (pytest-xdist) boot
 # guests side by side; a module whose tests share one fixture (a traced
 # run, the LAVA instance) stays on one worker (xdist_group).  Tests
@@ -115,6 +119,9 @@ test:
 check: deps-lava
 	@$(PYTEST) -n $(JOBS) --dist loadgroup -m "not host_alone" lab/tests && \
 	$(PYTEST) -m host_alone lab/tests
+
+check-all:
+	@$(MAKE) --no-print-directory check VARIANTS=all
 
 clean:
 	rm -rf build

@@ -6,23 +6,29 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 
-def mechanism_variants() -> list:
-    """Names of the variants the guest mechanism tests run in: the
-    default matrix's, or LAB_TEST_VARIANTS (`make check VARIANTS=all`
-    sets it), so `make check` stays within its time budget while every
-    variant's expect file can be checked on demand."""
+def guest_variants() -> list:
+    """The variants the guest tests build, boot and run the mechanism
+    tests in: the default matrix's, or LAB_TEST_VARIANTS (`make
+    check-all` and `make check VARIANTS=...` set it), so that `make
+    check` stays within its time budget on a cold cache while every
+    variant can be booted and checked on demand.  Every variant's
+    series is checked without a build (test_variant_series.py)."""
     import os
     from lab.base import variants
     names = os.environ.get("LAB_TEST_VARIANTS", "")
-    chosen = variants.select(names) if names else \
-        variants.default_matrix()
-    return [v.name for v in chosen]
+    return variants.select(names) if names else variants.default_matrix()
+
+
+def mechanism_variants() -> list:
+    """Names of the guest variants, for parametrized tests."""
+    return [v.name for v in guest_variants()]
 
 
 def pytest_configure(config):
     config.addinivalue_line(
-        "markers", "guest: builds kernels or boots guests (slow); runs "
-        "after the unit tests, `make test` leaves it out")
+        "markers", "guest: builds kernels, applies series in the shared "
+        "trees or boots guests (slow); runs after the unit tests, `make "
+        "test` leaves it out")
     # known without pytest-xdist too (`make test` does not need it)
     config.addinivalue_line(
         "markers", "xdist_group(name): run on one pytest-xdist worker")
@@ -58,13 +64,14 @@ def make_variant(root, name, series="", patches=None, config="",
 
 @pytest.fixture(scope="session")
 def all_variants():
-    from lab.base import variants
-    return variants.discover()
+    """The guest variants (guest_variants), not every variant."""
+    return guest_variants()
 
 
 @pytest.fixture(scope="session")
 def built(all_variants):
-    """Every variant's kernel (cached: built only if its inputs changed)."""
+    """The guest variants' kernels (cached: built only if their inputs
+    changed)."""
     from lab.build import kernel
     return {v.name: kernel.build(v, i, len(all_variants))
             for i, v in enumerate(all_variants, 1)}

@@ -1,26 +1,28 @@
-"""Boot tests: every variant builds, boots with 2 vCPUs, and is itself.
+"""Boot tests: every guest variant builds, boots with 2 vCPUs, and is
+itself.  The guest variants are the default matrix's (`make check`), or
+every variant (`make check-all`: conftest.guest_variants); every
+variant's series is checked without a build in test_variant_series.py.
 
 Slow (cold: one kernel build per variant, about 8 minutes each on 2
 cores; warm: seconds per boot).  Marked `guest`: they run after the
 unit tests, and `make test` leaves them out.
 """
 import contextlib
-import subprocess
 import time
 
 import pytest
 
 from lab.run import boot, health
-from lab.build import kernel, source
+from lab.build import kernel
 from lab.base import kconfig, paths, store, variants
 from lab.base.log import LabError
-from lab.tests.conftest import make_variant
+from lab.tests.conftest import guest_variants, make_variant
 
 # its tests share module fixtures: one worker runs them all
 pytestmark = [pytest.mark.guest, pytest.mark.xdist_group("boot_variants")]
 
 CPUS = 2
-ALL = variants.discover()
+ALL = guest_variants()
 
 
 BY_NAME = {v.name: v for v in ALL}
@@ -92,24 +94,6 @@ def test_each_variants_switches_are_on_in_it_and_nowhere_else(health_runs):
     aware = {n for n, c in booted.items()
              if c.get("CONFIG_RT_SOFTIRQ_AWARE_SCHED") == "y"}
     assert "stultz-v5" in aware and "baseline" not in aware
-
-
-def test_patches_pass_checkpatch_strict():
-    """Every variant's patches are clean under the packaged tree's own
-    scripts/checkpatch.pl --strict.  UNKNOWN_COMMIT_ID is ignored: the
-    packaged source has no git history to look commit ids up in; so are
-    the types a backport's variant.conf names (upstream's code as merged)."""
-    repo, _, _ = source.unpacked_source()
-    for v in ALL:
-        ignored = ",".join(["UNKNOWN_COMMIT_ID",
-                            *v.get("checkpatch_ignore").split()])
-        for patch in v.patches:
-            r = subprocess.run(
-                ["perl", "scripts/checkpatch.pl", "--strict", "--no-tree",
-                 "--ignore", ignored, str(patch.resolve())],
-                cwd=repo, capture_output=True, text=True)
-            assert r.returncode == 0, f"{v.name}/{patch.name}:\n" + \
-                r.stdout[-2000:]
 
 
 def test_second_build_skips_every_rebuild(built, capsys):
