@@ -55,6 +55,21 @@ def test_variant_boots_and_is_itself(name, built, health_runs):
         (run_dir / "console.log").read_text(errors="replace")
 
 
+def test_a_failing_setup_fails_the_run_with_its_output(built, accel):
+    """A variant's setup.sh (SETUP) runs in the guest before the plan's
+    work; when it fails the run fails, and the reason carries its exit
+    code and what it printed."""
+    run_dir = paths.BUILD_DIR / "test-runs" / "setup-fails" / "baseline"
+    record = boot.run_plan(built["baseline"], health.PLAN, run_dir, accel,
+                           timeout=180, cpus=CPUS,
+                           env={"SETUP": "echo no such knob >&2\nexit 3\n"})
+    assert record["status"] != "ok"
+    assert "setup.sh failed with exit 3" in record["reason"]
+    assert "no such knob" in record["reason"]
+    assert (run_dir / "setup.log").read_text().splitlines()[-1] == \
+        "setup-exit 3"
+
+
 @pytest.mark.parametrize("name", [v.name for v in ALL])
 def test_run_records_provenance(name, health_runs):
     record = store.read_json(health_runs[name][0] / "run.json")
