@@ -6,7 +6,8 @@ column per situation, each read from a published report's analysis.json
 same cell again.  A cell is its report's verdict against the row's
 base, as better or worse, with the ratio of medians; for a base, the
 base's median.  A verdict that any of the other reports does not repeat
-is marked; "small" verdicts are shown as n.s.  The table is
+is marked, and so is an n.s. that another report has as a finding;
+"small" verdicts are shown as n.s.  The table is
 written into README.md between two markers (`python3 -m lab answer`),
 and a test checks that README's table is the one the reports give.
 """
@@ -116,20 +117,25 @@ def judge(analysis: dict, again: list, variant: str, col: Column) -> dict:
     if not vs:
         return {"text": "-", "score": None}
     word = published_verdict(vs)
+    others = [published_verdict(o) if o else None for o in (
+        other["cells"].get(f"{col.scenario}/{variant}", {}).get(
+            "vs_baseline", {}).get(col.metric) for other in again)]
     if word not in ("lower", "higher"):
-        return {"text": word, "score": None}
+        found = [o for o in others if o in ("lower", "higher")]
+        if not found:
+            return {"text": word, "score": None}
+        # no finding here, one elsewhere: the cell is not settled either
+        return {"text": f"{word} ({found[0]} in {len(found)} of "
+                        f"{len(others)} other runs)", "score": None,
+                "not_repeated": True}
     good = word == metrics.get(col.metric).better
     ratio = vs.get("ratio")
     size = abs(math.log10(ratio)) if ratio else 2.0
     out = {"text": f"{'better' if good else 'worse'} {_ratio(vs)}",
            "score": size if good else -size}
-    for other in again:
-        vs = other["cells"].get(f"{col.scenario}/{variant}", {}).get(
-            "vs_baseline", {}).get(col.metric)
-        if vs is None or published_verdict(vs) != word:
-            out["text"] += " (not repeated)"
-            out["not_repeated"] = True
-            break
+    if any(o != word for o in others):
+        out["text"] += " (not repeated)"
+        out["not_repeated"] = True
     return out
 
 
@@ -152,7 +158,7 @@ def table(conf: Path = CONF) -> str:
     for variant, line in zip(rows, cells):
         lines.append(f"| `{variant}` | " +
                      " | ".join(x["text"] for x in line) + " |")
-    lines.append("| repeated by | " + " | ".join(
+    lines.append("| measured again by | " + " | ".join(
         ", ".join(f"`{r}`" for r in c.again) or "- (one run)"
         for c in columns) + " |")
     sources = sorted({c.report for c in columns} |
@@ -194,8 +200,9 @@ def picture(out: Path = None, conf: Path = CONF) -> Path:
                                        hatch="//" if x.get("not_repeated")
                                        else None))
             dark = x["score"] is not None and abs(x["score"]) > 1
-            ax.text(j + 0.5, i + 0.5, x["text"].replace(" (not repeated)",
-                                                         "*").replace(
+            text = x["text"].split(" (")[0] + \
+                ("*" if x.get("not_repeated") else "")
+            ax.text(j + 0.5, i + 0.5, text.replace(
                 " ", "\n", 1), ha="center", va="center", fontsize=7,
                 color="white" if dark else "black")
     ax.set_xlim(0, len(columns))

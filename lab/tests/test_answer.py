@@ -60,6 +60,9 @@ def test_a_verdict_the_second_run_does_not_give_is_marked():
     # one repeat that does not give it is enough to mark it
     assert answer.cell(first, [same, analysis("n.s.", 1.0)], "mine",
                        col) == "better x0.02 (not repeated)"
+    # no finding here, one in another run: marked too
+    assert answer.cell(analysis("n.s.", 1.0), [same, analysis("n.s.", 1.0)],
+                       "mine", col) == "n.s. (lower in 1 of 2 other runs)"
     withheld = dict(first, withheld={"s": "null control"})
     assert answer.cell(withheld, [], "mine", col) == "withheld"
     failed = dict(first, cells={}, failed=[
