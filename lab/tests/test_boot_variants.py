@@ -108,7 +108,9 @@ def test_each_variants_switches_are_on_in_it_and_nowhere_else(health_runs):
                 assert opt in asked[name], f"{name} carries {opt}"
     aware = {n for n, c in booted.items()
              if c.get("CONFIG_RT_SOFTIRQ_AWARE_SCHED") == "y"}
-    assert "stultz-v5" in aware and "baseline" not in aware
+    assert "baseline" not in aware
+    # (a guest list named by hand may leave stultz-v5 out)
+    assert "stultz-v5" in aware or "stultz-v5" not in booted
 
 
 def test_second_build_skips_every_rebuild(built, capsys):
