@@ -59,7 +59,7 @@ def cmd_health(args) -> int:
         run_dir = paths.BUILD_DIR / "runs" / "health" / b.variant
         record = boot.run_plan(b, health.PLAN, run_dir, accel,
                                timeout=args.timeout, cpus=args.cpus,
-                               append=v.append, env=health.env(v))
+                               append=v.append, env=v.plan_env())
         problems = health.check(b, run_dir, record, args.cpus, v)
         print(health.line(b, record, problems))
         for p in problems:

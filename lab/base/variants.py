@@ -100,6 +100,11 @@ class Variant:
         f = self.folder / SETUP
         return f.read_text() if f.is_file() else ""
 
+    def plan_env(self) -> dict:
+        """What every guest plan of this variant is handed: its set-up
+        (SETUP, run by guest/bin/lab-setup), if it has one."""
+        return {"SETUP": self.setup} if self.setup else {}
+
     def described(self) -> dict:
         """What run.json says about the variant besides its kernel; the
         set-up script only where there is one, so that other variants'

@@ -16,11 +16,6 @@ from ..build.built import Built
 PLAN = paths.GUEST_DIR / "plans" / "health.sh"
 
 
-def env(variant) -> dict:
-    """The health plan's parameters: the variant's set-up, if any."""
-    return {"SETUP": variant.setup} if variant.setup else {}
-
-
 def check(built: Built, run_dir: Path, record: dict, cpus: int,
           variant) -> list:
     """Problems found in a finished health run; [] if it is healthy.

@@ -65,10 +65,8 @@ class Cell:
                                     self.scenario.append) if w)
 
     def plan_env(self) -> dict:
-        env = self.scenario.plan_env(self.seed, self.explained)
-        if self.variant.setup:
-            env["SETUP"] = self.variant.setup
-        return env
+        return {**self.scenario.plan_env(self.seed, self.explained),
+                **self.variant.plan_env()}
 
     def expected_seconds(self) -> float:
         """Guest seconds the plan takes: a trace phase runs cyclictest a

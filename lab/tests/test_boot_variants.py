@@ -36,7 +36,7 @@ def health_runs(built, accel):
         record = boot.run_plan(b, health.PLAN, run_dir, accel,
                                timeout=180, cpus=CPUS,
                                append=BY_NAME[name].append,
-                               env=health.env(BY_NAME[name]))
+                               env=BY_NAME[name].plan_env())
         runs[name] = (run_dir, record)
     return runs
 

@@ -23,7 +23,8 @@ def make_cell(tmp_path, extra=""):
     path = tmp_path / "blk.scenario"
     path.write_text("description = test\nduration = 3\n"
                     "module = vector=block spin_us=5000 cpu=0\n" + extra)
-    return matrix.Cell(SimpleNamespace(name="baseline", append="", setup=""),
+    return matrix.Cell(SimpleNamespace(name="baseline", append="",
+                                       plan_env=dict),
                        scenario.parse(path), 1)
 
 
