@@ -231,7 +231,7 @@ def base_of(run: dict) -> str:
 
 def _compare(metric: str, variant: list, base: list) -> dict:
     m = metrics.get(metric)
-    return stats.compare(variant, base, m.better, m.min_effect)
+    return stats.compare(variant, base, m.better, m.min_effect, m.min_level)
 
 
 def published_verdict(vs: dict) -> str:

@@ -40,6 +40,10 @@ class Metric:
     # shift below it gets no verdict whatever p says (default: the
     # unit's, FLOORS)
     floor: float = None
+    # a count of rare events: the smallest median, in the unit, at which
+    # it is judged; where both cells' medians are under it too few
+    # events happened for a verdict (lab/docs/statistics.md)
+    min_level: float = 0.0
 
     @property
     def min_effect(self) -> float:
@@ -132,13 +136,17 @@ COST = [
     # floors of the module's counts: a shift of 3 of its events or fewer
     # in a 10 s measurement (about 515 triggers: 3 are 0.58%, 0.29-0.30
     # runs/s) is no effect; two runs of the default matrix at one plan
-    # disagreed on shifts of 2-5 events under the units' own floors
+    # disagreed on shifts of 2-5 events under the units' own floors.
+    # Levels: no verdict where both medians are under 10 events (1.9%,
+    # 1 run/s): runs E and F disagreed on 7 such counts, 0 against 1-15
+    # events a boot, decided by one boot or a gate (lab/docs/statistics.md)
     Metric("softirq_over_rt_percent", "%", "lower", "softirq_load",
            "the module's handler runs that ran inline on top of an RT "
-           "task", floor=0.7),
+           "task", floor=0.7, min_level=1.9),
     Metric("softirq_over_rt_per_s", "runs/s", "lower", "softirq_load",
            "the module's handler runs on top of an RT task, per guest "
-           "second: the RT task's loss, in handler lengths", floor=0.35),
+           "second: the RT task's loss, in handler lengths", floor=0.35,
+           min_level=1.0),
     Metric("softirq_runs_per_s", "runs/s", "higher", "softirq_load",
            "the module's handler runs, per guest second: the softirq "
            "work done"),
@@ -146,7 +154,7 @@ COST = [
            "the longest wait from a trigger to its chain's first run"),
     Metric("softirq_missed_percent", "%", "lower", "softirq_load",
            "triggers that found the last chain still running",
-           floor=0.7),
+           floor=0.7, min_level=1.9),
     Metric("ksoftirqd_cpu_percent", "%", "lower", "ksoftirqd",
            "CPU time of all ksoftirqd threads over the measurement"),
 ]

@@ -17,9 +17,10 @@ variant is compared with baseline on those values:
   the shift is larger than the base cell's boot-to-boot spread (its
   interquartile range: the noise of the reference; a variant whose own
   boots scatter widely far above a tight base still differs) and at
-  least the metric's floor (lab/base/metrics.py, `min_effect`).  A
-  significant shift that misses any of these is "n.s.", with the
-  reason in `under`.
+  least the metric's floor (lab/base/metrics.py, `min_effect`); for a
+  count of rare events, at least one median at the metric's level
+  (`min_level`: enough events for a verdict).  A significant shift that
+  misses any of these is "n.s.", with the reason in `under`.
 
 All three must hold, with at least MIN_BOOTS boots on each side; with
 fewer the verdict is "not enough boots".  With 5 boots against 5 the
@@ -170,12 +171,13 @@ def hodges_lehmann(x, y, level: float = LEVEL) -> tuple[float, tuple]:
 
 
 def compare(variant: list, base: list, better: str = "lower",
-            floor: float = 0.0) -> dict:
+            floor: float = 0.0, level: float = 0.0) -> dict:
     """A variant's per-boot values against baseline's: test and verdict.
 
     verdict: "lower", "higher" (than baseline), "n.s." or "not enough
     boots"; whether lower is good is the metric's own (better).  `floor`:
-    the smallest shift that counts (the metric's min_effect).  A
+    the smallest shift that counts (the metric's min_effect); `level`:
+    the median one side must reach for a count to be judged.  A
     significant shift too small to count is "n.s." with `direction` and
     `under`, the bounds it missed.  ratio is None where the base's median is 0.
     """
@@ -193,7 +195,9 @@ def compare(variant: list, base: list, better: str = "lower",
     under = [why for why, missed in (
         ("the base's spread", abs(shift) <= noise),
         (f"the floor {floor:g}", abs(shift) < floor),
-        (f"{RATIO}x", ratio is not None and 1 / RATIO < ratio < RATIO))
+        (f"{RATIO}x", ratio is not None and 1 / RATIO < ratio < RATIO),
+        (f"the level {level:g} (too few events)",
+         max(abs(med_v), abs(med_b)) < level))
         if missed]
     verdict = "n.s."
     direction = "lower" if shift < 0 and p_lower < p_higher else \

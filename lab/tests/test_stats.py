@@ -182,6 +182,22 @@ def test_a_zero_base_gives_a_difference_never_a_ratio():
     assert stats.compare(var, base, "lower", floor=10)["verdict"] == "n.s."
 
 
+def test_a_count_of_rare_events_under_its_level_gets_no_verdict():
+    """Runs E and F of the default matrix disagreed on handler runs over
+    an RT task: stultz-v5 0 in every boot against 3-7 of about 515
+    triggers (0.6-1.3%), decided by one boot or a gate."""
+    base, var = [0.78, 0.97, 1.17, 1.36, 1.56], [0.0] * 5
+    m = metrics.get("softirq_over_rt_percent")
+    c = stats.compare(var, base, m.better, m.min_effect, m.min_level)
+    assert c["verdict"] == "n.s." and "too few events" in c["under"]
+    # the same separation on counts of 10 events or more is judged
+    c = stats.compare(var, [v * 3 for v in base], m.better, m.min_effect,
+                      m.min_level)
+    assert c["verdict"] == "lower"
+    # only counts declare a level: latencies are judged at any size
+    assert metrics.get("p99").min_level == 0
+
+
 def test_predictions_read_no_difference_as_no_proof():
     from lab.base import predictions
     assert predictions.outcome("lower", "lower") == "confirmed"
