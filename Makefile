@@ -18,18 +18,20 @@ LAVA_TEMPLATE ?= qemu
 LAVA_DEVICE_TYPE ?= x86
 LAVA_ARTIFACTS ?=
 LAVA_ARTIFACTS_URL ?=
+# the QEMU the workers have: auto, lab (`make qemu-deb` installed) or debian
+LAVA_QEMU ?= auto
 RUNNER_OPTS = --runner $(RUNNER) --lava-identity "$(LAVA_IDENTITY)" \
 	--lava-uri "$(LAVA_URI)" --lava-template "$(LAVA_TEMPLATE)" \
 	--lava-device-type "$(LAVA_DEVICE_TYPE)" \
 	--lava-artifacts "$(LAVA_ARTIFACTS)" \
-	--lava-artifacts-url "$(LAVA_ARTIFACTS_URL)"
+	--lava-artifacts-url "$(LAVA_ARTIFACTS_URL)" --lava-qemu $(LAVA_QEMU)
 LAVA_CLIENT = $(if $(filter lava,$(RUNNER)),lavacli)
 # A LAVA instance on this machine: `make lava-local`, and `make check`.
 LAVA_LOCAL = lava-server lava-dispatcher lavacli postgresql
 
 .PHONY: all lab compare check test deps deps-lava lava-local lava-local-down \
 	variants health accel clean help variant mail replicate attribute \
-	check-all
+	check-all qemu-deb
 
 all: help
 
@@ -50,6 +52,7 @@ help:
 	@echo "make attribute VARIANT=v SCENARIOS=x,y  which patch of v's series"
 	@echo "               brings each effect (every prefix run)"
 	@echo "make deps      install the Debian packages the lab needs"
+	@echo "make qemu-deb  the lab's QEMU as a .deb for LAVA workers"
 	@echo "make lava-local  start a LAVA instance on this machine"
 	@echo "VARIANTS=a,b SCENARIOS=x,y BOOTS=n narrow the matrix; NAME=n"
 	@echo "JOBS=n guests at once (default: the host's cores)"
@@ -64,6 +67,11 @@ deps-lava:
 
 lava-local: deps-lava
 	@$(LAB) lava-local up
+
+# Debian's qemu-system-x86 with the lab's QEMU in it (build/qemu-deb/),
+# for LAVA workers: lab/docs/lava.md.
+qemu-deb: deps
+	@$(LAB) qemu-deb
 
 lava-local-down:
 	@$(LAB) lava-local down

@@ -129,6 +129,12 @@ def cmd_lava_local(args) -> int:
     return 0
 
 
+def cmd_qemu_deb(args) -> int:
+    from .build import qemudeb
+    print(qemudeb.install() if args.install else qemudeb.build())
+    return 0
+
+
 def _command(args, *options) -> str:
     """The command line that made a report, with the options given."""
     given = [(k, getattr(args, k, "")) for k in options]
@@ -402,6 +408,15 @@ def parse_args(argv):
         "the lavacli identity for it; or stop what `up` started.")
     ll.add_argument("action", choices=("up", "down"))
     ll.set_defaults(func=cmd_lava_local)
+    qd = sub.add_parser(
+        "qemu-deb", help="the lab's QEMU as a Debian package",
+        description="Debian's qemu-system-x86 with the lab's QEMU build "
+        "in it, version <Debian's>+softirqlab.<build>, into "
+        "build/qemu-deb/ (lab/build/qemudeb.py): dpkg -i it on a LAVA "
+        "worker.")
+    qd.add_argument("--install", action="store_true",
+                    help="also install it here")
+    qd.set_defaults(func=cmd_qemu_deb)
     return p.parse_args(argv)
 
 

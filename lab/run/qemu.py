@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import hangdump
-from ..build import qemubuild
+from ..build import qemubuild, qemudeb
 from ..base.log import LabError
 
 PR_SET_PDEATHSIG = 1
@@ -26,12 +26,13 @@ KVM_PROBE_SECONDS = float(os.environ.get("LAB_KVM_PROBE_SECONDS", "6"))
 
 def qemu_binary(accel: "Accel" = None) -> str:
     """LAB_QEMU if set, else the lab's QEMU build when the setting needs
-    it (lab/build/qemubuild.py), else Debian's."""
+    it (lab/build/qemubuild.py), else Debian's (lab/build/qemudeb.py:
+    a copy where the lab's package replaced the system's)."""
     if os.environ.get("LAB_QEMU"):
         return os.environ["LAB_QEMU"]
     if accel is not None and accel.emulator:
         return str(qemubuild.ensure(len(accel.emulator["patches"])))
-    return "qemu-system-x86_64"
+    return qemudeb.debian_binary()
 
 
 def kvm_device() -> Path:

@@ -3,7 +3,7 @@ patch that does not apply says.  No build here (test_emulator.py)."""
 import pytest
 
 from lab.run import accelerator, qemu, runfolder, settings
-from lab.build import qemubuild
+from lab.build import qemubuild, qemudeb
 from lab.base import store
 from lab.base.log import LabError
 
@@ -32,7 +32,8 @@ def test_the_binary_is_lab_qemu_for_its_settings_unless_lab_qemu_is_set(
     # the build without the patches is its own binary
     unpatched = settings.select("icount-3-labbuild")[0].to_accel()
     assert qemu.qemu_binary(unpatched) == str(tmp_path / "q0")
-    assert qemu.qemu_binary(qemu.Accel("tcg", "x")) == "qemu-system-x86_64"
+    monkeypatch.setattr(qemudeb, "debian_binary", lambda: "/debians")
+    assert qemu.qemu_binary(qemu.Accel("tcg", "x")) == "/debians"
     monkeypatch.setenv("LAB_QEMU", "/opt/q")
     assert qemu.qemu_binary(SLICED.to_accel()) == "/opt/q"
 

@@ -23,9 +23,15 @@ def add_arguments(group) -> None:
                        help="URL the LAVA workers fetch that folder by "
                        "(default: file://<folder>, for a worker on this "
                        "host)")
+    group.add_argument("--lava-qemu", default="auto",
+                       choices=("auto", "lab", "debian"),
+                       help="the QEMU the workers have: lab (the lab's "
+                       "package, `make qemu-deb`), debian, or auto (a "
+                       "server on this machine: the installed one; "
+                       "another: debian)")
 
 
 def make(args):
     return Lava(args.lava_uri, args.lava_identity, args.lava_template,
                 args.lava_device_type, args.lava_artifacts,
-                args.lava_artifacts_url)
+                args.lava_artifacts_url, args.lava_qemu)

@@ -15,6 +15,7 @@ import tarfile
 import zlib
 from pathlib import Path
 
+from ....build import qemudeb
 from ....base import store
 from .jobs import SUITE
 
@@ -83,6 +84,27 @@ def qemu_facts(log: list) -> dict:
         if m and "qemu_version" not in facts:
             facts["qemu_version"] = "QEMU " + m.group(1)
     return facts
+
+
+def wrong_qemu(qemu: dict, device: str) -> str:
+    """Why a job's QEMU is not the one its setting was chosen for ('' if
+    it is): the version LAVA logged names the lab's build, or none."""
+    want = qemu.get("accel", {}).get("emulator", {}).get("build", "")
+    logged = qemu.get("qemu_version", "")
+    got = qemudeb.build_of(logged.removeprefix("QEMU "))
+    if want == got:
+        return ""
+    where = f"LAVA device {device}" if device else "the LAVA worker"
+    if not logged:
+        return (f"{where}: the job log names no qemu-system-x86 version, "
+                f"so the lab's QEMU build {want} cannot be shown to have "
+                f"run it")
+    if want:
+        return (f"{where} ran {logged}, not the lab's QEMU build {want}: "
+                f"install build/qemu-deb/ (`make qemu-deb`) on the worker "
+                f"with dpkg -i, or run with LAVA_QEMU=debian")
+    return (f"{where} ran the lab's QEMU ({logged}) in a setting for "
+            f"Debian's: run with LAVA_QEMU=lab")
 
 
 def test_cases(results: list) -> list:

@@ -5,7 +5,9 @@ the LAVA runner and for its end-to-end test.
 would (this works where PID 1 is not systemd, as in containers):
 PostgreSQL, the database set-up lava-server's postinst does, the web
 and RPC server (gunicorn, on 127.0.0.1 only), the scheduler and one
-worker with one qemu device, and a lavacli identity for it.  Each step
+worker with one qemu device, and a lavacli identity for it.  The worker
+gets the lab's QEMU as a Debian package (lab/build/qemudeb.py), so
+that its jobs measure in the medium local runs do.  Each step
 is skipped when already done, so `up` can be run any time; `down`
 stops the daemons it started.  Their pid files and logs are in the
 lab's cache (~/.cache/softirq-rt-lab/lava-local/), shared by every
@@ -22,6 +24,7 @@ from pathlib import Path
 from ....base import paths
 from ....base.log import LabError, info
 from .tool import tool
+from ....build import qemudeb
 
 PORT = int(os.environ.get("LAB_LAVA_PORT", "8800"))
 URL = f"http://127.0.0.1:{PORT}"
@@ -201,6 +204,9 @@ def up() -> str:
     """Bring the instance up; return the lavacli identity for it."""
     started = time.monotonic()
     check_packages()
+    # the worker is this machine: its jobs run the lab's QEMU, as local
+    # runs do (lab/build/qemudeb.py)
+    qemudeb.install()
     start_postgres()
     set_up_database()
     if not answers(f"{URL}/api/v0.2/"):

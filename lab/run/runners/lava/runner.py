@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ... import accelerator, qemu, runfolder
+from ....build import qemudeb
 from ....base import store
 from ....base.log import LabError, info
 from . import client, collect, jobs
@@ -31,12 +32,26 @@ class Lava:
     name = "lava"
 
     def __init__(self, uri="", identity="default", template="qemu",
-                 device_type="x86", artifacts="", artifacts_url=""):
+                 device_type="x86", artifacts="", artifacts_url="",
+                 qemu="auto"):
         self.server = client.Server(uri, identity or "default")
         self.template = jobs.template_path(template)
         self.device_type = device_type
         self.artifacts = jobs.Artifacts.at(artifacts, artifacts_url)
         self.artifacts_url_given = bool(artifacts_url)
+        self.qemu = qemu
+
+    def is_local(self) -> bool:
+        host = urllib.parse.urlsplit(self.server.url).hostname or ""
+        return host in LOCAL_HOSTS
+
+    def workers_have_lab_qemu(self) -> bool:
+        """Whether the workers run the lab's QEMU package: as told, or for
+        a server on this machine, what is installed here."""
+        if self.qemu != "auto":
+            return self.qemu == "lab"
+        return self.is_local() and bool(
+            qemudeb.build_of(qemudeb.installed_version()))
 
     def run(self, todo: list, built: dict, initrds: dict, accel,
             root: Path) -> None:
@@ -51,8 +66,7 @@ class Lava:
     def check_reachable(self) -> None:
         """file:// URLs only work for a worker on this machine: a remote
         server needs the artifacts published (lab/docs/lava.md)."""
-        host = urllib.parse.urlsplit(self.server.url).hostname or ""
-        if not self.artifacts_url_given and host not in LOCAL_HOSTS:
+        if not self.artifacts_url_given and not self.is_local():
             raise LabError(f"LAVA server {self.server.url} is not on this "
                            f"machine, so its workers cannot read the job "
                            f"files at {self.artifacts.url}: publish "
@@ -61,12 +75,16 @@ class Lava:
 
     def accel(self, kernel=None) -> qemu.Accel:
         """How the jobs' guests run: the lab's TCG setting in LAVA's qemu
-        type (KVM on a worker cannot be probed from here), else a real
-        machine."""
+        type (KVM on a worker cannot be probed from here), in Debian's
+        best setting where the workers have only Debian's QEMU; else a
+        real machine."""
         del kernel
         if jobs.is_qemu(self.template):
-            return accelerator.tcg("LAVA qemu jobs: the lab's TCG setting",
-                                   debian_qemu=True)
+            lab = self.workers_have_lab_qemu()
+            return accelerator.tcg(
+                "LAVA qemu jobs: the lab's TCG setting, workers with " +
+                ("the lab's QEMU package" if lab else "Debian's QEMU"),
+                debian_qemu=not lab)
         return qemu.Accel("none", f"real machine: LAVA device type "
                           f"{self.device_type}, template "
                           f"{self.template.name}")
@@ -131,7 +149,8 @@ def collect_job(run_dir: Path, job: dict, opts: Lava) -> dict:
     tail = "\n".join(console.splitlines()[-15:])
     tail = f"; last console lines:\n{tail}" if tail.strip() else ""
     failed = collect.failure(job, log) + tail \
-        if job["health"] != "Complete" else ""
+        if job["health"] != "Complete" else \
+        collect.wrong_qemu(record["qemu"], job.get("device"))
     reason = runfolder.verdict(
         console, run_dir, failed,
         problem or "the guest's results never reached the console" + tail)

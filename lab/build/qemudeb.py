@@ -1,0 +1,178 @@
+"""The lab's QEMU as a Debian package, for LAVA workers (and anyone).
+
+LAVA's qemu device type runs `qemu-system-x86_64` from the worker's PATH
+and logs the version dpkg gives for qemu-system-x86.  So the package is
+Debian's own qemu-system-x86, the very version installed here, with
+its x86-64 binary replaced by the lab's build (lab/build/qemubuild.py:
+the same Debian source, Debian's patches, then common/qemu/) and a
+version suffix that names the lab and the build, as a Debian user's
+local rebuild would: `<Debian's version>+softirqlab.<build>`.  Its
+dependencies, firmware paths and other files stay Debian's, so dpkg
+installs it in place of Debian's and `apt-get install
+--reinstall qemu-system-x86=<Debian's version>` takes it back.  The
+build id in the version is what a LAVA job's log then shows, and what
+the lab checks when it collects the job (lab/run/runners/lava/collect.py).
+
+Where the package is installed, /usr/bin/qemu-system-x86_64 is no
+longer Debian's: the settings that measure Debian's QEMU run a copy of
+Debian's binary unpacked into the cache instead (debian_binary).
+"""
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from ..base import paths
+from ..base.log import LabError, info
+from . import qemubuild
+from .kernel import locked
+
+SUFFIX = "+softirqlab."
+BUILD_IN_VERSION = re.compile(re.escape(SUFFIX) + r"([0-9a-f]{16})$")
+DEBIAN_PATH = "qemu-system-x86_64"
+
+
+def installed_version() -> str:
+    """The installed qemu-system-x86's version ('' if none)."""
+    r = subprocess.run(["dpkg-query", "-W", "-f=${Version}",
+                        qemubuild.PACKAGE], capture_output=True, text=True)
+    return r.stdout.strip() if r.returncode == 0 else ""
+
+
+def build_of(version: str) -> str:
+    """The lab's QEMU build a package version names ('' for Debian's)."""
+    m = BUILD_IN_VERSION.search(version or "")
+    return m.group(1) if m else ""
+
+
+def debian_version(version: str) -> str:
+    """Debian's version under the lab's suffix."""
+    return version.split(SUFFIX)[0]
+
+
+def lab_version(version: str, build: str) -> str:
+    return f"{debian_version(version)}{SUFFIX}{build}"
+
+
+def control(text: str, version: str, build: str, source: str) -> str:
+    """Debian's control file, turned into the lab's package's."""
+    out = []
+    for line in text.splitlines():
+        if line.startswith("Version:"):
+            line = f"Version: {lab_version(version, build)}"
+        elif line.startswith("Source:"):
+            continue
+        out.append(line)
+        if line.startswith("Package:"):
+            # the source version stays Debian's: qemubuild keys its build
+            # on it, so the lab builds the same QEMU with this installed
+            out.append(f"Source: {source}")
+    out.append(f" .\n This build replaces qemu-system-x86_64 with the "
+               f"softirq-rt lab's build\n {build} (Debian's source and "
+               f"patches, then the lab's common/qemu/).")
+    return "\n".join(out) + "\n"
+
+
+def _run(cmd: list, cwd: Path, what: str) -> None:
+    r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise LabError(f"QEMU package: {what} failed:\n"
+                       + (r.stdout + r.stderr).strip()[-1500:])
+
+
+def debian_deb(version: str) -> Path:
+    """Debian's qemu-system-x86 .deb of `version`, downloaded once."""
+    folder = paths.cache_dir() / "qemu" / "debian-debs"
+    folder.mkdir(parents=True, exist_ok=True)
+    want = debian_version(version)
+    # dpkg file names drop the epoch and write ':' as '%3a'
+    plain = want.split(":", 1)[-1]
+    found = list(folder.glob(f"{qemubuild.PACKAGE}_*{plain}_*.deb"))
+    if found:
+        return found[0]
+    _run(["apt-get", "download", f"{qemubuild.PACKAGE}={want}"], folder,
+         f"apt-get download {qemubuild.PACKAGE}={want} (are Debian's "
+         f"mirrors reachable? `apt-get update` once)")
+    found = list(folder.glob(f"{qemubuild.PACKAGE}_*{plain}_*.deb"))
+    if not found:
+        raise LabError(f"QEMU package: apt-get download left no "
+                       f"{qemubuild.PACKAGE} {want} .deb in {folder}")
+    return found[0]
+
+
+def debian_binary() -> str:
+    """Debian's own qemu-system-x86_64: the system's, or where the lab's
+    package replaced it, Debian's binary unpacked into the cache."""
+    version = installed_version()
+    if not build_of(version):
+        return DEBIAN_PATH
+    plain = debian_version(version).split(":", 1)[-1]
+    out = paths.cache_dir() / "qemu" / f"debian-{plain}"
+    binary = out / "usr" / "bin" / qemubuild.BINARY
+    if binary.is_file():
+        return str(binary)
+    with locked(f"qemu-debian-{plain}"):
+        if not binary.is_file():
+            tmp = out.with_name(out.name + ".tmp")
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.mkdir(parents=True)
+            _run(["dpkg-deb", "-x", str(debian_deb(version)), str(tmp)],
+                 tmp, "dpkg-deb -x of Debian's package")
+            shutil.rmtree(out, ignore_errors=True)
+            os.replace(tmp, out)
+    return str(binary)
+
+
+def output_dir() -> Path:
+    return paths.REPO / "build" / "qemu-deb"
+
+
+def build() -> Path:
+    """The package, made unless build/qemu-deb/ has it; its path."""
+    binary = qemubuild.ensure()
+    prov = qemubuild.provenance()
+    installed = installed_version()
+    if not installed:
+        raise LabError(f"{qemubuild.PACKAGE} is not installed: `make deps` "
+                       f"installs it")
+    name, source_version = qemubuild.installed_source()
+    version = lab_version(installed, prov["build"])
+    deb = output_dir() / (f"{qemubuild.PACKAGE}_"
+                          f"{version.split(':', 1)[-1]}_amd64.deb")
+    if deb.is_file():
+        return deb
+    work = output_dir() / "work"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    _run(["dpkg-deb", "-R", str(debian_deb(installed)), "root"], work,
+         "dpkg-deb -R of Debian's package")
+    root = work / "root"
+    target = root / "usr" / "bin" / qemubuild.BINARY
+    shutil.copy2(binary, target)
+    ctl = root / "DEBIAN" / "control"
+    ctl.write_text(control(ctl.read_text(), installed, prov["build"],
+                           f"{name} ({source_version})"))
+    sums = root / "DEBIAN" / "md5sums"
+    rel = f"usr/bin/{qemubuild.BINARY}"
+    digest = hashlib.md5(target.read_bytes()).hexdigest()
+    sums.write_text("".join(
+        f"{digest}  {rel}\n" if line.endswith(f"  {rel}") else line + "\n"
+        for line in sums.read_text().splitlines()))
+    _run(["dpkg-deb", "--root-owner-group", "-Zxz", "-b", "root",
+          str(deb)], work, "dpkg-deb -b")
+    shutil.rmtree(work, ignore_errors=True)
+    info(f"QEMU package: {deb} (version {version})")
+    return deb
+
+
+def install() -> str:
+    """Install the package here unless it is; its version."""
+    deb = build()
+    want = lab_version(installed_version(), qemubuild.provenance()["build"])
+    if installed_version() != want:
+        _run(["dpkg", "-i", str(deb)], Path("/"), f"dpkg -i {deb}")
+        info(f"installed {qemubuild.PACKAGE} {want}: LAVA's qemu jobs on "
+             f"this machine run the lab's QEMU")
+    return want
