@@ -68,7 +68,7 @@ deps-lava:
 lava-local: deps-lava
 	@$(LAB) lava-local up
 
-# Debian's qemu-system-x86 with the lab's QEMU in it (build/qemu-deb/),
+# Debian's qemu-system-x86 with the lab's QEMU in it (into the cache),
 # for LAVA workers: lab/docs/lava.md.
 qemu-deb: deps
 	@$(LAB) qemu-deb

@@ -412,7 +412,7 @@ def parse_args(argv):
         "qemu-deb", help="the lab's QEMU as a Debian package",
         description="Debian's qemu-system-x86 with the lab's QEMU build "
         "in it, version <Debian's>+softirqlab.<build>, into "
-        "build/qemu-deb/ (lab/build/qemudeb.py): dpkg -i it on a LAVA "
+        "the cache (lab/build/qemudeb.py): dpkg -i it on a LAVA "
         "worker.")
     qd.add_argument("--install", action="store_true",
                     help="also install it here")

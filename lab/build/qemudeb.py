@@ -126,11 +126,12 @@ def debian_binary() -> str:
 
 
 def output_dir() -> Path:
-    return paths.REPO / "build" / "qemu-deb"
+    """In the cache: every checkout on the machine shares it."""
+    return paths.cache_dir() / "qemu" / "deb"
 
 
 def build() -> Path:
-    """The package, made unless build/qemu-deb/ has it; its path."""
+    """The package, made unless the cache has it; its path."""
     binary = qemubuild.ensure()
     prov = qemubuild.provenance()
     installed = installed_version()
@@ -143,7 +144,17 @@ def build() -> Path:
                           f"{version.split(':', 1)[-1]}_amd64.deb")
     if deb.is_file():
         return deb
-    work = output_dir() / "work"
+    with locked(f"qemu-deb-{prov['build']}"):
+        if not deb.is_file():           # or made while we waited
+            _make(deb, binary, installed, prov["build"],
+                  f"{name} ({source_version})")
+    info(f"QEMU package: {deb} (version {version})")
+    return deb
+
+
+def _make(deb: Path, binary: Path, installed: str, build: str,
+          source: str) -> None:
+    work = deb.parent / f"{build}.work"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     _run(["dpkg-deb", "-R", str(debian_deb(installed)), "root"], work,
@@ -152,19 +163,18 @@ def build() -> Path:
     target = root / "usr" / "bin" / qemubuild.BINARY
     shutil.copy2(binary, target)
     ctl = root / "DEBIAN" / "control"
-    ctl.write_text(control(ctl.read_text(), installed, prov["build"],
-                           f"{name} ({source_version})"))
+    ctl.write_text(control(ctl.read_text(), installed, build, source))
     sums = root / "DEBIAN" / "md5sums"
     rel = f"usr/bin/{qemubuild.BINARY}"
     digest = hashlib.md5(target.read_bytes()).hexdigest()
     sums.write_text("".join(
         f"{digest}  {rel}\n" if line.endswith(f"  {rel}") else line + "\n"
         for line in sums.read_text().splitlines()))
-    _run(["dpkg-deb", "--root-owner-group", "-Zxz", "-b", "root",
-          str(deb)], work, "dpkg-deb -b")
+    # gzip: xz takes minutes over the 62 MB binary, on every new cache
+    _run(["dpkg-deb", "--root-owner-group", "-Zgzip", "-b", "root",
+          "out.deb"], work, "dpkg-deb -b")
+    os.replace(work / "out.deb", deb)   # never a cut-off package
     shutil.rmtree(work, ignore_errors=True)
-    info(f"QEMU package: {deb} (version {version})")
-    return deb
 
 
 def install() -> str:

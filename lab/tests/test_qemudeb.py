@@ -89,3 +89,18 @@ def test_lava_jobs_get_the_lab_setting_only_where_workers_have_its_qemu(
     monkeypatch.delenv("LAB_TCG_SETTING", raising=False)
     accel = runner.Lava(uri=uri, qemu=told).accel()
     assert bool(accel.emulator) == lab, accel.reason
+
+
+@pytest.mark.guest
+def test_the_package_holds_the_labs_build_and_says_so(tmp_path):
+    deb = qemudeb.build()
+    prov = qemubuild.provenance()
+    fields = subprocess.run(["dpkg-deb", "-f", str(deb), "Version",
+                             "Source"], capture_output=True, text=True,
+                            check=True).stdout
+    assert f"+softirqlab.{prov['build']}" in fields
+    assert "Source: qemu (" in fields and "softirqlab" not in \
+        fields.split("Source:")[1]
+    subprocess.run(["dpkg-deb", "-x", str(deb), str(tmp_path)], check=True)
+    inside = tmp_path / "usr" / "bin" / qemubuild.BINARY
+    assert inside.read_bytes() == qemubuild.ensure().read_bytes()

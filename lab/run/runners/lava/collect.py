@@ -101,7 +101,7 @@ def wrong_qemu(qemu: dict, device: str) -> str:
                 f"run it")
     if want:
         return (f"{where} ran {logged}, not the lab's QEMU build {want}: "
-                f"install build/qemu-deb/ (`make qemu-deb`) on the worker "
+                f"install the package `make qemu-deb` makes on the worker "
                 f"with dpkg -i, or run with LAVA_QEMU=debian")
     return (f"{where} ran the lab's QEMU ({logged}) in a setting for "
             f"Debian's: run with LAVA_QEMU=lab")
