@@ -32,6 +32,11 @@ from .kernel import locked
 SUFFIX = "+softirqlab."
 BUILD_IN_VERSION = re.compile(re.escape(SUFFIX) + r"([0-9a-f]{16})$")
 DEBIAN_PATH = "qemu-system-x86_64"
+# Debian's QEMU finds its modules (TCG among them) and firmware relative
+# to its own folder, and these come from other packages: an unpacked
+# copy links them to the system's
+SHARED = ("usr/lib/x86_64-linux-gnu/qemu", "usr/share/qemu",
+          "usr/share/seabios", "usr/lib/ipxe")
 
 
 def installed_version() -> str:
@@ -120,6 +125,9 @@ def debian_binary() -> str:
             tmp.mkdir(parents=True)
             _run(["dpkg-deb", "-x", str(debian_deb(version)), str(tmp)],
                  tmp, "dpkg-deb -x of Debian's package")
+            for rel in SHARED:
+                (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+                (tmp / rel).symlink_to("/" + rel)
             shutil.rmtree(out, ignore_errors=True)
             os.replace(tmp, out)
     return str(binary)
