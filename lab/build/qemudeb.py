@@ -9,7 +9,7 @@ version suffix that names the lab and the build, as a Debian user's
 local rebuild would: `<Debian's version>+softirqlab.<build>`.  Its
 dependencies, firmware paths and other files stay Debian's, so dpkg
 installs it in place of Debian's and `apt-get install
---reinstall qemu-system-x86=<Debian's version>` takes it back.  The
+--allow-downgrades qemu-system-x86=<Debian's version>` takes it back.  The
 build id in the version is what a LAVA job's log then shows, and what
 the lab checks when it collects the job (lab/run/runners/lava/collect.py).
 
