@@ -57,16 +57,25 @@ def debian_version(version: str) -> str:
     return version.split(SUFFIX)[0]
 
 
+def without_epoch(version: str) -> str:
+    """A version as dpkg's file names and the cache's folders write it."""
+    return version.split(":", 1)[-1]
+
+
 def lab_version(version: str, build: str) -> str:
     return f"{debian_version(version)}{SUFFIX}{build}"
 
 
-def control(text: str, version: str, build: str, source: str) -> str:
-    """Debian's control file, turned into the lab's package's."""
+def control(text: str, version: str, build: str, source: str,
+            grown_kb: int = 0) -> str:
+    """Debian's control file, turned into the lab's package's; the
+    binary is `grown_kb` KiB larger than Debian's."""
     out = []
     for line in text.splitlines():
         if line.startswith("Version:"):
             line = f"Version: {lab_version(version, build)}"
+        elif line.startswith("Installed-Size:"):
+            line = f"Installed-Size: {int(line.split()[1]) + grown_kb}"
         elif line.startswith("Source:"):
             continue
         out.append(line)
@@ -92,8 +101,8 @@ def debian_deb(version: str) -> Path:
     folder = paths.cache_dir() / "qemu" / "debian-debs"
     folder.mkdir(parents=True, exist_ok=True)
     want = debian_version(version)
-    # dpkg file names drop the epoch and write ':' as '%3a'
-    plain = want.split(":", 1)[-1]
+    # apt-get download writes the epoch's ':' as '%3a': matched by the *
+    plain = without_epoch(want)
     found = list(folder.glob(f"{qemubuild.PACKAGE}_*{plain}_*.deb"))
     if found:
         return found[0]
@@ -113,7 +122,7 @@ def debian_binary() -> str:
     version = installed_version()
     if not build_of(version):
         return DEBIAN_PATH
-    plain = debian_version(version).split(":", 1)[-1]
+    plain = without_epoch(debian_version(version))
     out = paths.cache_dir() / "qemu" / f"debian-{plain}"
     binary = out / "usr" / "bin" / qemubuild.BINARY
     if binary.is_file():
@@ -142,14 +151,11 @@ def build() -> Path:
     """The package, made unless the cache has it; its path."""
     binary = qemubuild.ensure()
     prov = qemubuild.provenance()
-    installed = installed_version()
-    if not installed:
-        raise LabError(f"{qemubuild.PACKAGE} is not installed: `make deps` "
-                       f"installs it")
+    installed = installed_version()    # ensure() refused a system without
     name, source_version = qemubuild.installed_source()
     version = lab_version(installed, prov["build"])
     deb = output_dir() / (f"{qemubuild.PACKAGE}_"
-                          f"{version.split(':', 1)[-1]}_amd64.deb")
+                          f"{without_epoch(version)}_amd64.deb")
     if deb.is_file():
         return deb
     with locked(f"qemu-deb-{prov['build']}"):
@@ -169,9 +175,11 @@ def _make(deb: Path, binary: Path, installed: str, build: str,
          "dpkg-deb -R of Debian's package")
     root = work / "root"
     target = root / "usr" / "bin" / qemubuild.BINARY
+    grown_kb = (binary.stat().st_size - target.stat().st_size) // 1024
     shutil.copy2(binary, target)
     ctl = root / "DEBIAN" / "control"
-    ctl.write_text(control(ctl.read_text(), installed, build, source))
+    ctl.write_text(control(ctl.read_text(), installed, build, source,
+                           grown_kb))
     sums = root / "DEBIAN" / "md5sums"
     rel = f"usr/bin/{qemubuild.BINARY}"
     digest = hashlib.md5(target.read_bytes()).hexdigest()
@@ -188,8 +196,9 @@ def _make(deb: Path, binary: Path, installed: str, build: str,
 def install() -> str:
     """Install the package here unless it is; its version."""
     deb = build()
-    want = lab_version(installed_version(), qemubuild.provenance()["build"])
-    if installed_version() != want:
+    installed = installed_version()
+    want = lab_version(installed, qemubuild.provenance()["build"])
+    if installed != want:
         _run(["dpkg", "-i", str(deb)], Path("/"), f"dpkg -i {deb}")
         info(f"installed {qemubuild.PACKAGE} {want}: LAVA's qemu jobs on "
              f"this machine run the lab's QEMU")

@@ -13,6 +13,7 @@ CONTROL = f"""Package: qemu-system-x86
 Source: qemu (1:7.2+dfsg-7+deb12u18)
 Version: {DEBIANS}
 Architecture: amd64
+Installed-Size: 43488
 Description: QEMU full system emulation binaries (x86)
  QEMU is a fast processor emulator.
 """
@@ -33,8 +34,9 @@ def test_the_version_names_the_lab_and_its_build_over_debians():
 
 def test_the_control_file_keeps_debians_source_version():
     out = qemudeb.control(CONTROL, DEBIANS, BUILD,
-                          "qemu (1:7.2+dfsg-7+deb12u18)")
+                          "qemu (1:7.2+dfsg-7+deb12u18)", grown_kb=44000)
     lines = out.splitlines()
+    assert "Installed-Size: 87488" in lines
     assert f"Version: {DEBIANS}+softirqlab.{BUILD}" in lines
     # qemubuild keys its build on the source version: it must not move
     assert lines.count("Source: qemu (1:7.2+dfsg-7+deb12u18)") == 1
