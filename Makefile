@@ -39,7 +39,7 @@ help:
 	@echo "make lab       build the variants, run the matrix, write the report"
 	@echo "make compare   write the report again from existing results"
 	@echo "make check     run the tests (unit tests, then boot tests of the"
-	@echo "               default matrix's kernels; every series unbuilt)"
+	@echo "               default matrix's 6.1 kernels; every series unbuilt)"
 	@echo "make check-all the same, booting every variant"
 	@echo "make test      the unit tests only (under a minute)"
 	@echo "make variants  build the variant kernels (cached)"
@@ -117,9 +117,10 @@ test:
 	@$(PYTEST) lab/tests -m "not guest"
 
 # The tests include an end-to-end run through a local LAVA.  The boot and
-# mechanism tests run in the default matrix's variants (every variant's
-# series is applied and checked unbuilt); VARIANTS=all (check-all, or
-# a list) runs them in those.  JOBS pytest workers (pytest-xdist) boot
+# mechanism tests run in the default matrix's 6.1 variants, so that a
+# fresh machine builds one kernel tree (every variant's series is applied
+# and checked unbuilt); VARIANTS=all (check-all, or a list) runs them in
+# those.  JOBS pytest workers (pytest-xdist) boot
 # guests side by side; a module whose tests share one fixture (a traced
 # run, the LAVA instance) stays on one worker (xdist_group).  Tests
 # marked host_alone (a NIC fed from the host) run after them, alone, as
