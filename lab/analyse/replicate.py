@@ -183,12 +183,15 @@ def earlier_repeats(folder: Path) -> list:
         shares_cells(other) and is_repeat(runs, load(other.parent)[0])]
 
 
-def text(name_a: str, name_b: str) -> str:
+def text(name_a: str, name_b: str, labels: tuple = ()) -> str:
+    """The replicate table of two reports; `labels` name them where
+    their folders do not (a report made from a results folder)."""
     fa, fb = report_folder(name_a), report_folder(name_b)
+    la, lb = labels or (fa.name, fb.name)
     runs_a, an_a = load(fa)
     runs_b, an_b = load(fb)
     common = set(runs_a) & set(runs_b)
-    lines = [f"# Replicate: {fa.name} against {fb.name}", "",
+    lines = [f"# Replicate: A = {la}, B = {lb}", "",
              f"Runs of the same cell and boot in both: {len(common)} "
              f"({len(runs_a)} in A, {len(runs_b)} in B).", "",
              "## How they were made", ""]
@@ -232,6 +235,7 @@ def text(name_a: str, name_b: str) -> str:
                  f"{sum(p[2] == p[3] for p in found)} of {len(found)}.")
     differ = [p for p in pairs if p[2] != p[3]]
     if differ:
-        lines += ["", "| cell | metric | A | B |", "|---|---|---|---|"]
+        lines += ["", f"| cell | metric | A: {la} | B: {lb} |",
+                  "|---|---|---|---|"]
         lines += [f"| {k} | {m} | {x} | {y} |" for k, m, x, y in differ]
     return "\n".join(lines) + "\n"

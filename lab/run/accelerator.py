@@ -6,8 +6,8 @@ the first boot of a session probes KVM with a short boot that must reach
 the kernel's root-mount panic within seconds, and falls back to TCG
 otherwise, in the setting the fidelity study chose (lab/run/settings.py).
 The verdict is cached per host boot.  A runner whose guests run
-elsewhere asks for tcg() with debian_qemu (LAVA's workers), or names its
-machine.
+elsewhere asks for tcg(), with debian_qemu where they have only Debian's
+QEMU (LAVA workers without the lab's package), or names its machine.
 """
 import json
 import os

@@ -157,7 +157,8 @@ def select(names: str) -> list:
 
 def tcg(reason: str, debian_qemu: bool = False) -> qemu.Accel:
     """The setting guests run in when KVM is not used; `debian_qemu` where
-    only Debian's QEMU runs them (LAVA's workers)."""
+    only Debian's QEMU runs them (LAVA workers without the lab's
+    package)."""
     name = os.environ.get("LAB_TCG_SETTING", DEFAULT_TCG)
     if name.startswith("kvm"):
         raise LabError(f"LAB_TCG_SETTING={name}: name a TCG setting")

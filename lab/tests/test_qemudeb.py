@@ -1,9 +1,11 @@
 """The lab's QEMU as a Debian package, and LAVA jobs checked against the
 QEMU their setting was chosen for (lab/build/qemudeb.py)."""
+import re
 import subprocess
 
 import pytest
 
+from lab.base.log import LabError
 from lab.build import qemubuild, qemudeb
 from lab.run.runners.lava import collect, runner
 
@@ -106,3 +108,26 @@ def test_the_package_holds_the_labs_build_and_says_so(tmp_path):
     subprocess.run(["dpkg-deb", "-x", str(deb), str(tmp_path)], check=True)
     inside = tmp_path / "usr" / "bin" / qemubuild.BINARY
     assert inside.read_bytes() == qemubuild.ensure().read_bytes()
+
+
+@pytest.mark.parametrize("setting, installed, uri, refused", [
+    ("icount-3-nosleep", f"{DEBIANS}+softirqlab.{BUILD}",
+     "http://u:t@127.0.0.1:8800/RPC2", "measures Debian's QEMU"),
+    # the local worker's package is an older build than the setting's
+    ("icount-3-slice20", f"{DEBIANS}+softirqlab.{'0' * 16}",
+     "http://u:t@127.0.0.1:8800/RPC2", "`make lava-local` installs"),
+    # a build with fewer of the lab's patches is in no package
+    ("icount-3-labbuild", f"{DEBIANS}+softirqlab.{BUILD}",
+     "http://u:t@127.0.0.1:8800/RPC2", "`make lava-local` installs"),
+    ("icount-3-labbuild", DEBIANS, "https://u:t@lava.example.org/RPC2",
+     "RUNNER=local"),
+])
+def test_lava_refuses_a_setting_its_workers_package_cannot_run(
+        monkeypatch, setting, installed, uri, refused):
+    monkeypatch.setattr(qemudeb, "installed_version", lambda: installed)
+    monkeypatch.setattr(qemubuild, "provenance", lambda count=None: {
+        "source": "qemu", "patches": [],
+        "build": "1" * 16 if count == 0 else BUILD, "binary": "q"})
+    monkeypatch.setenv("LAB_TCG_SETTING", setting)
+    with pytest.raises(LabError, match=f"setting {setting} .*{re.escape(refused)}"):
+        runner.Lava(uri=uri, qemu="lab").accel()

@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ... import accelerator, qemu, runfolder
-from ....build import qemudeb
+from ....build import qemubuild, qemudeb
 from ....base import store
 from ....base.log import LabError, info
 from . import client, collect, jobs
@@ -81,13 +81,42 @@ class Lava:
         del kernel
         if jobs.is_qemu(self.template):
             lab = self.workers_have_lab_qemu()
-            return accelerator.tcg(
+            chosen = accelerator.tcg(
                 "LAVA qemu jobs: the lab's TCG setting, workers with " +
                 ("the lab's QEMU package" if lab else "Debian's QEMU"),
                 debian_qemu=not lab)
+            if lab:
+                self._check_package(chosen)
+            return chosen
         return qemu.Accel("none", f"real machine: LAVA device type "
                           f"{self.device_type}, template "
                           f"{self.template.name}")
+
+
+    def _check_package(self, chosen: qemu.Accel) -> None:
+        """Refuse before submitting a setting the workers' package cannot
+        run, which collection would only find after every job ran: the
+        package replaces Debian's QEMU and holds the lab's full build."""
+        want = chosen.emulator.get("build", "")
+        package = qemubuild.provenance()["build"]
+        if self.is_local():
+            package = qemudeb.build_of(qemudeb.installed_version())
+        if want == package:
+            return
+        if not want:
+            raise LabError(f"setting {chosen.setting} measures Debian's QEMU, "
+                           f"but the LAVA workers have the lab's package, "
+                           f"which replaces it: unset LAB_TCG_SETTING, or "
+                           f"run this setting with RUNNER=local")
+        if self.is_local():
+            raise LabError(f"setting {chosen.setting} needs the lab's QEMU "
+                           f"build {want}, this machine's LAVA worker has "
+                           f"build {package}: `make lava-local` installs "
+                           f"the current package")
+        raise LabError(f"setting {chosen.setting} needs the lab's QEMU "
+                       f"build {want}, the package `make qemu-deb` makes is "
+                       f"build {package}: run this setting with "
+                       f"RUNNER=local")
 
 
 def _lava_seconds(job: dict, start: str, end: str) -> float:
