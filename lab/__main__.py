@@ -201,6 +201,24 @@ def cmd_replicate(args) -> int:
     return 0
 
 
+def cmd_trace_length(args) -> int:
+    from .analyse import tracelength
+    runs = tracelength.traced_runs(Path(args.results))
+    if not runs:
+        raise LabError(f"{args.results}: no run with a trace phase "
+                       f"(trace.dat) in it")
+    rows = []
+    for i, run_dir in enumerate(runs, 1):
+        info(f"trace-length: {run_dir.name} ({i} of {len(runs)})")
+        rows.append(tracelength.compare_run(run_dir, args.seconds))
+    text = tracelength.text(rows, args.seconds)
+    if args.out:
+        Path(args.out).write_text(text)
+        info(f"written to {args.out}")
+    print(text, end="")
+    return 0
+
+
 def cmd_attribute(args) -> int:
     from . import attribute
     variant = variants.select(args.variant)[0]
@@ -396,6 +414,15 @@ def parse_args(argv):
     rp.add_argument("b", help="the other report or results folder")
     rp.add_argument("--out", default="", help="also write the text here")
     rp.set_defaults(func=cmd_replicate)
+    tl = sub.add_parser(
+        "trace-length", help="would shorter trace phases explain the "
+        "same worst wake-ups?", description="Explain every traced run of "
+        "a results folder twice, whole and cut to its first SECONDS, and "
+        "compare the causes (lab/analyse/tracelength.py).")
+    tl.add_argument("--results", required=True, help="a results folder")
+    tl.add_argument("--seconds", type=float, default=5.0)
+    tl.add_argument("--out", default="", help="also write the text here")
+    tl.set_defaults(func=cmd_trace_length)
     ri = sub.add_parser(
         "reports-index", help="write reports/README.md, one line a report",
         description="List every report folder with its title, runs and "

@@ -561,20 +561,26 @@ def placement(x: dict) -> str:
 
 def explain_run(run_dir: Path, over_us: int, cyclictest: dict = None,
                 worst: int = 3, stall_us: float = STALL_US,
-                cpus: int = 2) -> dict:
+                cpus: int = 2, seconds: float = None) -> dict:
     """The run's trace: how many samples after the marker, the causes of
     all those over `over_us` counted, and the `worst` ones explained in
     full; with cyclictest's own samples of the traced run ({thread:
     [us, ...]}), whether the two agree (agreement()).  {"error": ...} if
-    the trace cannot be read."""
+    the trace cannot be read.  `seconds`: only the trace's first seconds
+    after the marker, as a shorter trace phase would have recorded them
+    (lab/analyse/tracelength.py)."""
     dat = run_dir / "trace.dat"
     if not dat.is_file():
         return {"error": f"{dat} missing"}
     try:
         events = parse(report_text(dat))
+        if seconds is not None:
+            events = _first_seconds(events, seconds)
         every = samples(events)
     except LabError as e:
         return {"error": str(e)}
+    if seconds is not None and cyclictest is not None:
+        cyclictest = _first_samples(every, cyclictest)
     found = [w for w in every if w.free]
     agreed = agreement(every, cyclictest, agree_us(cpus)) \
         if cyclictest is not None else {}
@@ -597,6 +603,24 @@ def explain_run(run_dir: Path, over_us: int, cyclictest: dict = None,
     if agreed:
         out["agreement"] = agreed
     return out
+
+
+def _first_seconds(events: list, seconds: float) -> list:
+    """The events up to `seconds` after the affinity marker."""
+    start = next((e.ts for e in events if e.name == "print"
+                  and WIDENED in e.args.get("text", "")), None)
+    if start is None:
+        raise LabError("no 'lab: affinity widened' marker in the trace")
+    return [e for e in events if e.ts <= start + seconds]
+
+
+def _first_samples(windows: list, cyclictest: dict) -> dict:
+    """Each thread's first samples, as many as the cut trace has windows
+    for it: windows pair with samples in order (agreement())."""
+    count = Counter(w.pid for w in windows)
+    pids = sorted(count)
+    return {t: xs[:count[pids[i]]] if i < len(pids) else []
+            for i, (t, xs) in enumerate(sorted(cyclictest.items()))}
 
 
 def _p99(ordered: list) -> float:

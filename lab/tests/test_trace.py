@@ -455,3 +455,14 @@ def test_handler_lengths_on_two_idle_cpus_stay_apart():
     got = trace.softirq_accounting(events, trace.timeline(events))
     assert got["handler_us"]["TIMER"]["runs"] == 2
     assert got["handler_us"]["TIMER"]["p50"] == 500.0
+
+
+def test_a_trace_cut_to_its_first_seconds_keeps_only_their_windows():
+    events = trace.parse(LONG_BLOCK)        # the marker at 99 s
+    assert len(trace.samples(trace._first_seconds(events, 2))) == 1
+    assert trace.samples(trace._first_seconds(events, 0.5)) == []
+    # cyclictest's samples pair with windows in order: each thread keeps
+    # as many of its first samples as the cut trace has windows for it
+    windows = trace.samples(sorted_trace(LONG_BLOCK + KSOFTIRQD))
+    cut = trace._first_samples(windows[:1], {"a": [1, 2], "b": [3]})
+    assert cut == {"a": [1], "b": []}
