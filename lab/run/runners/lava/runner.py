@@ -92,15 +92,14 @@ class Lava:
                           f"{self.device_type}, template "
                           f"{self.template.name}")
 
-
     def _check_package(self, chosen: qemu.Accel) -> None:
         """Refuse before submitting a setting the workers' package cannot
         run, which collection would only find after every job ran: the
         package replaces Debian's QEMU and holds the lab's full build."""
         want = chosen.emulator.get("build", "")
-        package = qemubuild.provenance()["build"]
-        if self.is_local():
-            package = qemudeb.build_of(qemudeb.installed_version())
+        full = qemubuild.provenance()["build"]
+        package = qemudeb.build_of(qemudeb.installed_version()) \
+            if self.is_local() else full
         if want == package:
             return
         if not want:
@@ -108,15 +107,15 @@ class Lava:
                            f"but the LAVA workers have the lab's package, "
                            f"which replaces it: unset LAB_TCG_SETTING, or "
                            f"run this setting with RUNNER=local")
-        if self.is_local():
-            raise LabError(f"setting {chosen.setting} needs the lab's QEMU "
-                           f"build {want}, this machine's LAVA worker has "
-                           f"build {package}: `make lava-local` installs "
-                           f"the current package")
+        if want != full:
+            raise LabError(f"setting {chosen.setting} runs a build of the "
+                           f"lab's QEMU with fewer of its patches ({want}), "
+                           f"which no package holds: run this setting "
+                           f"with RUNNER=local")
         raise LabError(f"setting {chosen.setting} needs the lab's QEMU "
-                       f"build {want}, the package `make qemu-deb` makes is "
-                       f"build {package}: run this setting with "
-                       f"RUNNER=local")
+                       f"build {want}, this machine's LAVA worker has "
+                       f"build {package}: `make lava-local` installs the "
+                       f"current package")
 
 
 def _lava_seconds(job: dict, start: str, end: str) -> float:
