@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from lab.analyse import results
-from lab.base import metrics, stats
+from lab.base import metrics, paths, stats
 from lab.base import store
 from lab.run.runners.lava import local
 
@@ -188,11 +188,27 @@ def test_a_canceled_job_is_a_failed_run_that_says_so(through_lava):
 # is the same (the worker runs the lab's QEMU package), so each LAVA
 # boot's p99 falls within the local cell's boots widened by what the
 # lab's verdicts never count as a difference: the base's spread (its
-# interquartile range) or the p99 floor, the larger.
+# interquartile range) or the p99 floor, the larger.  The local boots
+# are this run's and those of the two published repeat runs in the same
+# QEMU build: idle's p99 has a second mode (51-56 us in 7 of 30 boots of
+# runs A-F against 36-40), which five boots miss about one time in
+# four; a cold make check once measured 35-38 us locally and 38 and 53
+# through LAVA.
 # Debian's QEMU on the worker would fail it by two orders of magnitude
 # in null-hog (9890-63933 us against 71-78 us, lab/docs/lava.md).
 SAME_CELLS = ("idle", "null-hog")
 LAVA_BOOTS, LOCAL_BOOTS = 2, stats.MIN_BOOTS
+PUBLISHED = ("2026-12-06-default-5boots-e", "2026-12-06-default-5boots-f")
+
+
+def published_boots(scen: str) -> list:
+    """Baseline's per-boot p99 of `scen` in the published repeat runs."""
+    out = []
+    for name in PUBLISHED:
+        cells = store.read_json(paths.REPO / "reports" / name / "data" /
+                                "analysis.json")["cells"]
+        out += cells[f"{scen}/baseline"]["per_boot"]["p99"]
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -217,7 +233,8 @@ def same_cells(tmp_path_factory, lava):
 
 @pytest.mark.parametrize("scen", SAME_CELLS)
 def test_lava_boots_fall_within_the_local_cells_spread(same_cells, scen):
-    here, there = same_cells["local"][scen], same_cells["lava"][scen]
+    here = same_cells["local"][scen] + published_boots(scen)
+    there = same_cells["lava"][scen]
     noise = max(stats.spread(here), metrics.get("p99").min_effect)
     low, high = min(here) - noise, max(here) + noise
     assert all(low <= p <= high for p in there), (scen, here, there)
