@@ -193,7 +193,7 @@ def cmd_replicate(args) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         text = replicate.text(_report_of(args.a, Path(tmp) / "a"),
                               _report_of(args.b, Path(tmp) / "b"),
-                              (Path(args.a).name, Path(args.b).name))
+                              (args.a, args.b))
     if args.out:
         Path(args.out).write_text(text)
         info(f"written to {args.out}")

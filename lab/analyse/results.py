@@ -13,6 +13,7 @@ from ..run import runfolder, settings
 from ..base.log import LabError
 
 VECTORS = trace.VECTORS          # softirq vectors, /proc/softirqs order
+TRACED = "cyclictest-traced.json"  # the trace phase's cyclictest
 
 
 def softirqs(path: Path) -> dict:
@@ -254,14 +255,9 @@ def summarize(run_dir: Path) -> dict:
         metrics=module_metrics(run_dir, seconds) | counter_metrics(run_dir),
         nic_offered=nic_offered(run_dir, record),
         probe=probe(run_dir))
-    traced = run_dir / "cyclictest-traced.json"
-    if traced.is_file():
-        over = int(record.get("plan_env", {}).get("TRACE") or 0)
-        kept = latency(run_dir, "cyclictest-traced",
-                       json.loads(traced.read_text()))
-        stall = stall_limit(record["qemu"]["accel"])
-        t = trace.explain_run(run_dir, over, kept["samples"],
-                              stall_us=stall, cpus=record.get("cpus", 2))
+    if (run_dir / TRACED).is_file():
+        kept = traced_samples(run_dir)
+        t = explain_traced(run_dir, record, kept)
         if "error" not in t:
             t["lost_events"] = trace.buffer_losses(run_dir / "trace-stats")
         out.update(traced_histogram=stats.histogram(kept["latencies"]),
@@ -270,6 +266,22 @@ def summarize(run_dir: Path) -> dict:
     if rtla.is_file():
         out["timerlat"] = timerlat.parse(rtla.read_text(errors="replace"))
     return out
+
+
+def traced_samples(run_dir: Path) -> dict:
+    """The samples of the run's traced cyclictest (its trace phase)."""
+    return latency(run_dir, "cyclictest-traced",
+                   json.loads((run_dir / TRACED).read_text()))
+
+
+def explain_traced(run_dir: Path, record: dict, kept: dict,
+                   seconds: float = None, events: list = None) -> dict:
+    """The run's trace explained at its scenario's threshold, against
+    the traced cyclictest's samples `kept` (trace.explain_run)."""
+    return trace.explain_run(
+        run_dir, int(record.get("plan_env", {}).get("TRACE") or 0),
+        kept["samples"], stall_us=stall_limit(record["qemu"]["accel"]),
+        cpus=record.get("cpus", 2), seconds=seconds, events=events)
 
 
 def stall_limit(accel: dict) -> float:

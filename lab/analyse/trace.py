@@ -305,10 +305,7 @@ def samples(events: list) -> list:
     softirq run in its context at the next interrupt's exit).  A thread
     whose timer fires while it is still current is a sample of its own.
     """
-    start = next((e.ts for e in events if e.name == "print"
-                  and WIDENED in e.args.get("text", "")), None)
-    if start is None:
-        raise LabError("no 'lab: affinity widened' marker in the trace")
+    start = _marker(events)
     expires = {}        # hrtimer -> expiry (s, monotonic) it was set to
     sleeping = {}       # pid -> hrtimer of its current sleep
     firing = {}         # cpu -> the hrtimer_expire_entry running there
@@ -561,19 +558,21 @@ def placement(x: dict) -> str:
 
 def explain_run(run_dir: Path, over_us: int, cyclictest: dict = None,
                 worst: int = 3, stall_us: float = STALL_US,
-                cpus: int = 2, seconds: float = None) -> dict:
+                cpus: int = 2, seconds: float = None,
+                events: list = None) -> dict:
     """The run's trace: how many samples after the marker, the causes of
     all those over `over_us` counted, and the `worst` ones explained in
     full; with cyclictest's own samples of the traced run ({thread:
     [us, ...]}), whether the two agree (agreement()).  {"error": ...} if
     the trace cannot be read.  `seconds`: only the trace's first seconds
     after the marker, as a shorter trace phase would have recorded them
-    (lab/analyse/tracelength.py)."""
+    (lab/analyse/tracelength.py); `events`: the trace already parsed."""
     dat = run_dir / "trace.dat"
     if not dat.is_file():
         return {"error": f"{dat} missing"}
     try:
-        events = parse(report_text(dat))
+        if events is None:
+            events = parse(report_text(dat))
         if seconds is not None:
             events = _first_seconds(events, seconds)
         every = samples(events)
@@ -605,22 +604,31 @@ def explain_run(run_dir: Path, over_us: int, cyclictest: dict = None,
     return out
 
 
-def _first_seconds(events: list, seconds: float) -> list:
-    """The events up to `seconds` after the affinity marker."""
+def _marker(events: list) -> float:
+    """When the guest marked cyclictest's threads free to move."""
     start = next((e.ts for e in events if e.name == "print"
                   and WIDENED in e.args.get("text", "")), None)
     if start is None:
         raise LabError("no 'lab: affinity widened' marker in the trace")
-    return [e for e in events if e.ts <= start + seconds]
+    return start
+
+
+def _first_seconds(events: list, seconds: float) -> list:
+    """The events up to `seconds` after the affinity marker."""
+    end = _marker(events) + seconds
+    return [e for e in events if e.ts <= end]
 
 
 def _first_samples(windows: list, cyclictest: dict) -> dict:
     """Each thread's first samples, as many as the cut trace has windows
-    for it: windows pair with samples in order (agreement())."""
+    for it (windows pair with samples in order, agreement()); a thread
+    the cut trace has no window of is left out.  So agreement()'s count
+    check cannot fail on a cut trace: only its brackets, p99 and max
+    test it."""
     count = Counter(w.pid for w in windows)
     pids = sorted(count)
-    return {t: xs[:count[pids[i]]] if i < len(pids) else []
-            for i, (t, xs) in enumerate(sorted(cyclictest.items()))}
+    return {t: xs[:count[pid]] for pid, (t, xs) in
+            zip(pids, sorted(cyclictest.items()))}
 
 
 def _p99(ordered: list) -> float:

@@ -19,6 +19,9 @@ def load(path: Path = FILE) -> dict:
             raise LabError(f"{path}:{n}: expected 'scenario variant metric "
                            f"lower|higher|same why', got {line.strip()!r}")
         scen, var, metric, expected, why = words
+        if (scen, var) in out:
+            raise LabError(f"{path}:{n}: a second prediction for {scen} on "
+                           f"{var}: one line a cell")
         out[(scen, var)] = {"metric": metric, "expected": expected,
                             "why": why}
     return out

@@ -11,7 +11,7 @@ def guest_variants() -> list:
     tests in: the default matrix's of baseline's source generation, or
     LAB_TEST_VARIANTS (`make check-all` and `make check VARIANTS=...` set
     it).  A fresh machine's `make check` must fit in an hour on 2 cores:
-    the 6.1 kernels share one tree and build in about 25 min together,
+    the 6.1 kernels share one tree and build in about 34 min together,
     while the 6.12 pair of the default matrix needs a second tree built
     twice (PREEMPT_RT changes the config), another 22 min.  Every
     variant's series is still applied and checked without a build
@@ -79,7 +79,9 @@ def built(all_variants):
     """The guest variants' kernels (cached: built only if their inputs
     changed), each with its test module built right after it, while the
     shared tree still holds it: built later, each module switched the
-    tree back to its variant, 2 min a variant on a cold `make check`."""
+    tree back to its variant, 2 min a variant on a cold `make check`.
+    A kernel or module that fails to build fails the fixture, so every
+    guest test errors with the build's message."""
     from lab.build import guestbuild, kernel
     return kernel.build_all(all_variants, then=guestbuild.module)
 

@@ -7,6 +7,7 @@ import pytest
 
 from lab.analyse import cyclictest
 from lab.base import metrics, stats
+from lab.base.log import LabError
 
 BASE = [4800, 4700, 4900, 4850, 4750]          # p99 per boot, us
 BETTER = [50, 60, 40, 55, 45]
@@ -205,6 +206,17 @@ def test_predictions_read_no_difference_as_no_proof():
     assert predictions.outcome("lower", "n.s.") == "not shown"
     assert predictions.outcome("same", "n.s.") == "consistent"
     assert predictions.outcome("lower", "withheld") == "untested"
+
+
+def test_a_second_prediction_for_one_cell_is_refused(tmp_path: Path):
+    from lab.base import predictions
+    f = tmp_path / "predictions.txt"
+    f.write_text("idle a p99 same why\nidle b p99 same why\n")
+    assert len(predictions.load(f)) == 2
+    f.write_text("idle a p99 same why\nidle a max lower why\n")
+    with pytest.raises(LabError, match=r"predictions.txt:2: a second "
+                       r"prediction for idle on a"):
+        predictions.load(f)
 
 
 def test_intervals_as_cyclictest_prints_them(tmp_path: Path):

@@ -112,10 +112,11 @@ class Lava:
                            f"lab's QEMU with fewer of its patches ({want}), "
                            f"which no package holds: run this setting "
                            f"with RUNNER=local")
+        has = f"build {package}" if package else "Debian's QEMU"
         raise LabError(f"setting {chosen.setting} needs the lab's QEMU "
                        f"build {want}, this machine's LAVA worker has "
-                       f"build {package}: `make lava-local` installs the "
-                       f"current package")
+                       f"{has}: `make lava-local` installs the current "
+                       f"package")
 
 
 def _lava_seconds(job: dict, start: str, end: str) -> float:
