@@ -203,14 +203,16 @@ def cmd_replicate(args) -> int:
 
 def cmd_trace_length(args) -> int:
     from .analyse import tracelength
-    runs = tracelength.traced_runs(Path(args.results))
+    root = Path(args.results)
+    runs = tracelength.traced_runs(root)
     if not runs:
         raise LabError(f"{args.results}: no run with a trace phase "
                        f"(trace.dat) in it")
     rows = []
     for i, run_dir in enumerate(runs, 1):
-        info(f"trace-length: {run_dir.name} ({i} of {len(runs)})")
-        rows.append(tracelength.compare_run(run_dir, args.seconds))
+        name = str(run_dir.relative_to(root))
+        info(f"trace-length: {name} ({i} of {len(runs)})")
+        rows.append(tracelength.compare_run(run_dir, args.seconds, name))
     text = tracelength.text(rows, args.seconds)
     if args.out:
         Path(args.out).write_text(text)

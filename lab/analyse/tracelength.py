@@ -32,10 +32,11 @@ def _summary(t: dict) -> dict:
             "agrees": t.get("agreement", {}).get("ok")}
 
 
-def compare_run(run_dir: Path, seconds: float) -> dict:
+def compare_run(run_dir: Path, seconds: float, name: str = "") -> dict:
     """The run's trace explained whole and cut to `seconds` (parsed
-    once); a run whose trace or samples cannot be read says why."""
-    row = {"run": run_dir.name}
+    once); a run whose trace or samples cannot be read says why.  `name`
+    labels it (default: its folder's name)."""
+    row = {"run": name or run_dir.name}
     try:
         record = json.loads((run_dir / "run.json").read_text())
         kept = results.traced_samples(run_dir)

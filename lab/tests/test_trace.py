@@ -467,3 +467,22 @@ def test_a_trace_cut_to_its_first_seconds_keeps_only_their_windows():
     windows = trace.samples(sorted_trace(LONG_BLOCK + KSOFTIRQD))
     cut = trace._first_samples(windows[:1], {"a": [1, 2], "b": [3]})
     assert cut == {"a": [1]}
+
+
+def test_trace_length_counts_the_causes_a_cut_trace_keeps(tmp_path):
+    from lab.analyse import tracelength
+    (tmp_path / "trace.dat").write_text("")
+    (tmp_path / "cyclictest-traced.json").write_text("{}")
+    (tmp_path / "run.json").write_text("{}")
+    broken = tracelength.compare_run(tmp_path, 5, "b/idle/boot-1")
+    assert "cyclictest-traced.out: missing" in broken["cut"]["error"]
+    ok = {"over": 3, "max_us": 90, "top": "idle", "worst": "idle",
+          "agrees": True}
+    rows = [{"run": "a", "whole": ok, "cut": ok},
+            {"run": "c", "whole": ok, "cut": dict(ok, worst="hard irq")},
+            broken]
+    text = tracelength.text(rows, 5)
+    assert "2 traced runs (1 unreadable)" in text
+    assert "worst wake-up's cause the same: 1 of 2" in text
+    assert "| c **differs** |" in text and "| b/idle/boot-1 | unreadable" \
+        in text
