@@ -187,6 +187,15 @@ def _report_of(name: str, tmp: Path) -> str:
     return str(out)
 
 
+def _emit(text: str, out: str) -> int:
+    """Print a command's text, and write it to `out` if given."""
+    if out:
+        Path(out).write_text(text)
+        info(f"written to {out}")
+    print(text, end="")
+    return 0
+
+
 def cmd_replicate(args) -> int:
     import tempfile
     from .analyse import replicate
@@ -194,11 +203,7 @@ def cmd_replicate(args) -> int:
         text = replicate.text(_report_of(args.a, Path(tmp) / "a"),
                               _report_of(args.b, Path(tmp) / "b"),
                               (args.a, args.b))
-    if args.out:
-        Path(args.out).write_text(text)
-        info(f"written to {args.out}")
-    print(text, end="")
-    return 0
+    return _emit(text, args.out)
 
 
 def cmd_trace_length(args) -> int:
@@ -214,11 +219,7 @@ def cmd_trace_length(args) -> int:
         info(f"trace-length: {name} ({i} of {len(runs)})")
         rows.append(tracelength.compare_run(run_dir, args.seconds, name))
     text = tracelength.text(rows, args.seconds)
-    if args.out:
-        Path(args.out).write_text(text)
-        info(f"written to {args.out}")
-    print(text, end="")
-    return 0
+    return _emit(text, args.out)
 
 
 def cmd_attribute(args) -> int:
