@@ -3,6 +3,7 @@ server is in test_lava.py)."""
 import base64
 import hashlib
 import io
+import re
 import subprocess
 import tarfile
 from pathlib import Path
@@ -71,6 +72,23 @@ def test_jobs_pass_lavas_own_schema(tmp_path, template, extra):
     else:
         assert job["context"]["extra_kernel_args"] == cmdline
     assert job["metadata"]["lab.scenario"] == "blk"
+
+
+# LAVA's monitor matches its pattern against what the console has
+# delivered so far: a pattern that may end anywhere in a line once read
+# the unit "us" as "u" (a cold make check's LAVA test).  It waits for
+# the line's end.
+@pytest.mark.parametrize("template", ["qemu", "x86-ipxe"])
+def test_result_pattern_waits_for_the_end_of_the_line(tmp_path, template):
+    job = yaml.safe_load(render(tmp_path, template)[0])
+    test = next(a["test"] for a in job["actions"] if "test" in a)
+    pattern = re.compile(test["monitors"][0]["pattern"])
+    line = "lab-result: cyclictest_t0_max pass 37 us"
+    for cut in range(len(line)):
+        assert not pattern.search(line[:cut])
+    assert not pattern.search(line)
+    found = pattern.search(f"x\r\n{line}\r\nlab-files: begin")
+    assert found.group("units", "measurement") == ("us", "37")
 
 
 def test_job_initrd_is_the_variants_with_the_plan_appended(tmp_path):
