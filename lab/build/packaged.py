@@ -12,14 +12,15 @@ modules (virtio, 9p, ext4), loaded by /init before it mounts anything
 import json
 import re
 import shutil
-import subprocess
 import tempfile
+from functools import partial
 from pathlib import Path
 
 from ..base import paths, store
 from ..base.log import LabError, info
 from ..base.variants import Variant
 from .built import Built
+from . import step
 
 RECIPE = "apt-get-download+dpkg-deb-x/v1"
 # What the lab's guest needs that the lab's own kernels build in: the
@@ -30,15 +31,7 @@ DRIVERS = ("virtio_pci", "virtio_blk", "virtio_net", "9pnet_virtio", "9p",
            "crc32c_generic", "ext4")
 
 
-def _run(cmd: list, cwd: Path, what: str) -> str:
-    try:
-        r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
-    except OSError as e:
-        raise LabError(f"{what}: {e}") from None
-    if r.returncode != 0:
-        tail = "\n  ".join((r.stdout + r.stderr).strip().splitlines()[-6:])
-        raise LabError(f"{what} failed:\n  {tail}")
-    return r.stdout
+_run = partial(step.run, lines=6)
 
 
 def download(names: list, work: Path, variant: str) -> list:

@@ -15,10 +15,12 @@ import os
 import shutil
 import subprocess
 import time
+from functools import partial
 from pathlib import Path
 
 from ..base import paths
 from .kernel import check_disk, locked
+from . import step
 from ..base.log import LabError, fmt_seconds, info
 
 PATCHES_DIR = paths.REPO / "common" / "qemu"
@@ -118,14 +120,7 @@ def ensure(count: int = None) -> Path:
     return out / BINARY
 
 
-def _run(cmd: list, cwd: Path, what: str, log: Path) -> None:
-    """Run one step with its output in `log`, kept when it fails."""
-    with open(log, "w") as out:
-        r = subprocess.run(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
-    if r.returncode != 0:
-        tail = log.read_text(errors="replace").splitlines()[-15:]
-        raise LabError(f"QEMU build: {what} failed (log {log}):\n"
-                       + "\n".join(tail))
+_run = partial(step.run, prefix="QEMU build: ")
 
 
 def _unpacked(name: str, version: str, work: Path) -> Path:

@@ -22,12 +22,14 @@ import os
 import re
 import shutil
 import subprocess
+from functools import partial
 from pathlib import Path
 
 from ..base import paths
 from ..base.log import LabError, info
 from . import qemubuild
 from .kernel import locked
+from . import step
 
 SUFFIX = "+softirqlab."
 BUILD_IN_VERSION = re.compile(re.escape(SUFFIX) + r"([0-9a-f]{16})$")
@@ -89,11 +91,7 @@ def control(text: str, version: str, build: str, source: str,
     return "\n".join(out) + "\n"
 
 
-def _run(cmd: list, cwd: Path, what: str) -> None:
-    r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise LabError(f"QEMU package: {what} failed:\n"
-                       + (r.stdout + r.stderr).strip()[-1500:])
+_run = partial(step.run, prefix="QEMU package: ")
 
 
 def debian_deb(version: str) -> Path:
