@@ -10,11 +10,10 @@ guest's initramfs with its libraries; nothing is installed on the host.
 import functools
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 from ..base import paths
-from . import source
+from . import source, step
 from .kernel import locked
 from ..base.log import LabError, info
 
@@ -41,16 +40,9 @@ def ensure() -> Path:
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
         top = _unpack_tools(work)
-        log = work / "make.log"
-        with open(log, "w") as f:
-            r = subprocess.run(["make", "-C", str(top / RTLA),
-                                f"-j{os.cpu_count() or 1}"],
-                               stdout=f, stderr=subprocess.STDOUT)
-        if r.returncode != 0:
-            tail = "\n".join(log.read_text(errors="replace")
-                             .splitlines()[-10:])
-            raise LabError(f"rtla build failed (log {log}; missing "
-                           f"{PACKAGES}? `make deps`):\n{tail}")
+        step.run(["make", "-C", str(top / RTLA), f"-j{os.cpu_count() or 1}"],
+                 work, f"rtla build (missing {PACKAGES}? `make deps`)",
+                 work / "make.log", lines=10)
         out.mkdir(parents=True, exist_ok=True)
         shutil.copy2(top / RTLA / "rtla", out / "rtla.tmp")
         os.replace(out / "rtla.tmp", out / "rtla")
@@ -67,10 +59,7 @@ def _digest() -> str:
 def _unpack_tools(work: Path) -> Path:
     """Only tools/ and scripts/ of the tree: what rtla's Makefile uses."""
     top = TARBALL.name.split(".tar")[0]
-    r = subprocess.run(["tar", "-C", str(work), "-xf", str(TARBALL),
-                        f"{top}/tools", f"{top}/scripts"],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        raise LabError(f"{TARBALL}: cannot unpack tools/ and scripts/: "
-                       f"{r.stderr.strip()[:300]}")
+    step.run(["tar", "-C", str(work), "-xf", str(TARBALL), f"{top}/tools",
+              f"{top}/scripts"], work,
+             f"{TARBALL}: unpacking tools/ and scripts/", lines=5)
     return work / top
