@@ -263,11 +263,6 @@ def _report(args, root, names, scens) -> int:
     publish.write(root, out, descriptions, command, names, scens, busy, lead)
     if out.resolve().parent == report_index.REPORTS:
         report_index.write()
-        from .analyse import replicate
-        for other in replicate.earlier_repeats(out):
-            f = out / f"replicate-{other.name}.md"
-            f.write_text(replicate.text(str(other), str(out)))
-            info(f"the same plan as {other.name}: {f}")
     print((out / "report.txt").read_text(), end="")
     info(f"report: {out}/report.txt, {out}/report.md")
     return 0

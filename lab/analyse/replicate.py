@@ -183,6 +183,21 @@ def earlier_repeats(folder: Path) -> list:
         shares_cells(other) and is_repeat(runs, load(other.parent)[0])]
 
 
+def unreplicated(folder: Path, others: list) -> list:
+    """The findings (lower or higher) that the report in `folder` and an
+    earlier repeat of it do not share, each judged under today's rules:
+    {report: the other's name, cell, metric, here, there}."""
+    here = rejudged(load(folder)[1])
+    out = []
+    for other in others:
+        there = rejudged(load(other)[1])
+        out += [{"report": other.name, "cell": key, "metric": m,
+                 "here": x, "there": y}
+                for key, m, x, y in verdicts(here, there)
+                if x != y and {"lower", "higher"} & {x, y}]
+    return out
+
+
 def text(name_a: str, name_b: str, labels: tuple = ()) -> str:
     """The replicate table of two reports; `labels` name them where
     their folders do not (a report made from a results folder)."""

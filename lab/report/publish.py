@@ -8,8 +8,9 @@ figures lab/report/plots.py; this module writes them into the folder.
 import time
 from pathlib import Path
 
-from ..analyse import analysis, results
+from ..analyse import analysis, replicate, results
 from ..base import paths, store
+from ..base.log import info
 from . import (plots as report_plots, sweeps as report_sweeps,
                text as report_text, traces as report_traces)
 from ..analyse.analysis import _median
@@ -146,6 +147,8 @@ def write(root: Path, out: Path, descriptions: dict, command: str,
         store.write_json_gz(out / "data" / name, portable(r, root))
     store.write_json(out / "data" / "analysis.json", portable(a, root),
                      compact=True)
+    if out.resolve().parent == (paths.REPO / "reports").resolve():
+        _replicate(out, a, root)
     text = report_text.text_report(runs, a, descriptions)
     store.write_text(out / "report.txt", text)
     images = report_plots.plots(runs, a, out) + report_traces.files(
@@ -160,6 +163,24 @@ def write(root: Path, out: Path, descriptions: dict, command: str,
         report_traces.handler_table(traces, a["variants"], a["scenarios"],
                                     a["module_args"])))
     return out
+
+
+def _replicate(out: Path, a: dict, root: Path) -> None:
+    """Against each earlier report of the same plan: its replicate table
+    beside this report, and the findings the two do not share in
+    analysis.json (`replication`), for the summary to name."""
+    repeats = replicate.earlier_repeats(out)
+    if not repeats:
+        return
+    a["replication"] = {"reports": [r.name for r in repeats],
+                        "differ": replicate.unreplicated(out, repeats)}
+    store.write_json(out / "data" / "analysis.json", portable(a, root),
+                     compact=True)
+    for other in repeats:
+        store.write_text(out / f"replicate-{other.name}.md",
+                         replicate.text(str(other), str(out)))
+        info(f"the same plan as {other.name}: "
+             f"{out / f'replicate-{other.name}.md'}")
 
 
 def default_folder(name: str) -> Path:

@@ -41,9 +41,11 @@ def kernel_setup(runs: list) -> str:
     return out
 
 
-def _medium(r0: dict) -> str:
+def _medium(r0: dict, short: bool = False) -> str:
     acc = r0["qemu"]["accel"]
     if acc["name"] == "tcg" and any("icount" in a for a in acc["args"]):
+        if short:
+            return "virtual time under QEMU's icount, not hardware time"
         m = re.search(r"icount-slice=(\d+)", " ".join(acc["args"]))
         turns = (f"in turns of at most {int(m.group(1)) // 1000} us" if m
                  else "in turn")
@@ -122,7 +124,8 @@ def _summary(runs: list, a: dict) -> list:
     lines = [f"{_n(len(a['variants']), 'kernel')} x "
              f"{_n(len(a['scenarios']), 'scenario')}, {span} boots per "
              f"cell, one value per boot.",
-             "Medium: " + _medium(runs[0]) + "."]
+             ("Medium: " + _medium(runs[0]) + ".",
+              "Medium: " + _medium(runs[0], short=True) + ".", 1)]
     holds, few, none, fdr = defaultdict(list), [], [], []
     for key, c in a["cells"].items():
         scen, var = key.split("/")
@@ -135,15 +138,16 @@ def _summary(runs: list, a: dict) -> list:
             none.append((var, scen))
         elif vs and vs["shown"] == "withheld (FDR)":
             fdr.append((var, scen))
-    # lines with a shorter form (counts; the rows below list them), used
-    # from the last such line back while the summary does not fit
+    # lines with a shorter form (long, short, rank), made short lowest
+    # rank first while the summary does not fit: what the rows below or
+    # the setup say again goes short before what holds
     n_holds = sum(len(v) for v in holds.values())
     label = _lead_label(a)
     lines.append((f"{label} holds (rank test, 5+ boots): " + (
         "; ".join(f"{k} in {', '.join(v)}" for k, v in holds.items())
         if holds else "nothing") + ".",
         f"{label} holds (rank test, 5+ boots) in {n_holds} comparisons, "
-        f"marked lower or higher below."))
+        f"marked lower or higher below.", 3))
     others = (f"the other {len(none)} comparison"
               f"{'s' if len(none) > 1 else ''}")
     if none:
@@ -155,7 +159,7 @@ def _summary(runs: list, a: dict) -> list:
                       "comparisons (withheld (FDR)): " + _by_scenario(
                           fdr, a["variants"], set(a["bases"].values()))
                       + ".", f"Withheld (FDR): {len(fdr)} comparisons, "
-                      f"marked below."))
+                      f"marked below.", 2))
     if few:
         lines.append("Too few boots: " + _by_scenario(
             few, a["variants"], set(a["bases"].values())) + ".")
@@ -169,18 +173,30 @@ def _summary(runs: list, a: dict) -> list:
     if tally:
         lines.append("Predictions: " + ", ".join(
             f"{n} {k}" for k, n in sorted(tally.items())) + ".")
-    forms = sum(isinstance(line, tuple) for line in lines)
+    rep = a.get("replication")
+    if rep:
+        names = ", ".join(rep["reports"])
+        if rep["differ"]:
+            lines.append((
+                f"Not replicated in an earlier run of this plan ({names}): "
+                + "; ".join(f"{d['cell']} {d['metric']} {d['here']} here, "
+                            f"{d['there']} in {d['report']}"
+                            for d in rep["differ"]) + ".",
+                f"Not as in an earlier run of this plan: "
+                f"{_n(len(rep['differ']), 'finding')} (replicate-*.md).", 0))
+        else:
+            lines.append(f"Every finding as in {names} (the same plan).")
+    ranks = sorted(line[2] for line in lines if isinstance(line, tuple))
 
     def wrapped(short: int) -> list:
-        """The summary with the last `short` two-form lines short."""
-        out, seen = [], 0
+        """The summary with its `short` lowest-ranked lines short."""
+        out = []
         for line in lines:
             if isinstance(line, tuple):
-                seen += 1
-                line = line[1] if seen > forms - short else line[0]
+                line = line[1] if line[2] in ranks[:short] else line[0]
             out += _wrap(line, "  ")
         return out
-    for short in range(forms + 1):
+    for short in range(len(ranks) + 1):
         out = wrapped(short)
         if len(out) <= SUMMARY_LINES:
             return out

@@ -153,3 +153,51 @@ def test_verdicts_are_compared_under_the_current_rules():
         dict(again["cells"]["long/mine"]["per_boot"], p99=["x"] * 5)
     with pytest.raises(ValueError):
         replicate.rejudged(old)
+
+
+def test_the_findings_one_run_has_and_its_repeat_lacks_are_listed(
+        tmp_path):
+    a = report(tmp_path / "2026-01-01-a", [run("mine", 1, seed=1)],
+               "lower")
+    b = report(tmp_path / "2026-01-02-b", [run("mine", 1, seed=2)], "n.s.")
+    assert replicate.unreplicated(b, [a]) == [
+        {"report": "2026-01-01-a", "cell": "long/mine", "metric": "p99",
+         "here": "n.s.", "there": "lower"}]
+    assert replicate.unreplicated(a, [a]) == []
+
+
+def test_a_new_report_names_its_repeats_in_its_summary(tmp_path,
+                                                       monkeypatch):
+    """Made under reports/, a report finds the earlier runs of its plan,
+    writes the replicate table beside itself and says in its summary
+    whether its findings are theirs."""
+    from lab.report import publish
+    from lab.tests.test_matrix_report import fake_run
+    monkeypatch.setattr(replicate.paths, "REPO", tmp_path)
+    names = ("2026-01-01-a", "2026-01-02-b")
+    # better is lower in the first run, not in the second
+    for n, (name, low) in enumerate(zip(names, (60, 1000))):
+        for boot in range(1, 6):
+            for variant, lo, hi in (("baseline", 1000, 5000),
+                                    ("better", low, 5 * low)):
+                seed = 100 * n + 10 * (variant == "better") + boot
+                fake_run(tmp_path / name, variant, "long", boot, lo, hi,
+                         seed=seed)
+                # how it was made, as run.json records it
+                f = tmp_path / name / variant / "long" / f"boot-{boot}" \
+                    / "run.json"
+                record = store.read_json(f)
+                record.update(lab_commit="abc", plan_sha256="p" * 64)
+                record["scenario"]["text"] = "duration = 10\n"
+                record["qemu"]["command"] = f"qemu -initrd /c/{variant}.cpio"
+                store.write_json(f, record)
+        publish.write(tmp_path / name, tmp_path / "reports" / name,
+                      {"long": "test"}, "test")
+    first = (tmp_path / "reports" / names[0] / "report.txt").read_text()
+    assert "earlier run" not in first
+    new = tmp_path / "reports" / names[1]
+    assert (new / f"replicate-{names[0]}.md").is_file()
+    summary = (new / "report.txt").read_text().split("\nSetup")[0]
+    assert "Not replicated in an earlier run of this plan " \
+        f"({names[0]}): long/better p99 n.s. here, lower in " \
+        f"{names[0]}." in " ".join(summary.split())
