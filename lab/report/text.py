@@ -177,13 +177,14 @@ def _summary(runs: list, a: dict) -> list:
     if rep:
         names = ", ".join(rep["reports"])
         if rep["differ"]:
+            distinct = len({(d["cell"], d["metric"]) for d in rep["differ"]})
             lines.append((
                 f"Not replicated in an earlier run of this plan ({names}): "
                 + "; ".join(f"{d['cell']} {d['metric']} {d['here']} here, "
                             f"{d['there']} in {d['report']}"
                             for d in rep["differ"]) + ".",
                 f"Not as in an earlier run of this plan: "
-                f"{_n(len(rep['differ']), 'finding')} (replicate-*.md).", 0))
+                f"{_n(distinct, 'finding')} (replicate-*.md).", 0))
         else:
             lines.append(f"Every finding as in {names} (the same plan).")
     ranks = sorted(line[2] for line in lines if isinstance(line, tuple))
