@@ -87,8 +87,10 @@ def test_result_pattern_waits_for_the_end_of_the_line(tmp_path, template):
     for cut in range(len(line)):
         assert not pattern.search(line[:cut])
     assert not pattern.search(line)
-    found = pattern.search(f"x\r\n{line}\r\nlab-files: begin")
-    assert found.group("units", "measurement") == ("us", "37")
+    # a serial console through a pty ends its lines in \r\r\n
+    for end in ("\n", "\r\n", "\r\r\n"):
+        found = pattern.search(f"x{end}{line}{end}lab-files: begin")
+        assert found.group("units", "measurement") == ("us", "37")
 
 
 def test_job_initrd_is_the_variants_with_the_plan_appended(tmp_path):
