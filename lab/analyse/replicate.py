@@ -183,11 +183,11 @@ def earlier_repeats(folder: Path) -> list:
         shares_cells(other) and is_repeat(runs, load(other.parent)[0])]
 
 
-def unreplicated(folder: Path, others: list) -> list:
-    """The findings (lower or higher) that the report in `folder` and an
-    earlier repeat of it do not share, each judged under today's rules:
-    {report: the other's name, cell, metric, here, there}."""
-    here = rejudged(load(folder)[1])
+def unreplicated(here: dict, others: list) -> list:
+    """The findings (lower or higher) that a report's analysis (`here`,
+    made under today's rules) and earlier repeats of it do not share,
+    theirs judged again under today's rules: {report: the other's name,
+    cell, metric, here, there}."""
     out = []
     for other in others:
         there = rejudged(load(other)[1])

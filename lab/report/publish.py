@@ -173,7 +173,7 @@ def _replicate(out: Path, a: dict, root: Path) -> None:
     if not repeats:
         return
     a["replication"] = {"reports": [r.name for r in repeats],
-                        "differ": replicate.unreplicated(out, repeats)}
+                        "differ": replicate.unreplicated(a, repeats)}
     store.write_json(out / "data" / "analysis.json", portable(a, root),
                      compact=True)
     for other in repeats:

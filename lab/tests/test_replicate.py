@@ -160,10 +160,10 @@ def test_the_findings_one_run_has_and_its_repeat_lacks_are_listed(
     a = report(tmp_path / "2026-01-01-a", [run("mine", 1, seed=1)],
                "lower")
     b = report(tmp_path / "2026-01-02-b", [run("mine", 1, seed=2)], "n.s.")
-    assert replicate.unreplicated(b, [a]) == [
+    assert replicate.unreplicated(replicate.load(b)[1], [a]) == [
         {"report": "2026-01-01-a", "cell": "long/mine", "metric": "p99",
          "here": "n.s.", "there": "lower"}]
-    assert replicate.unreplicated(a, [a]) == []
+    assert replicate.unreplicated(replicate.load(a)[1], [a]) == []
 
 
 def test_a_new_report_names_its_repeats_in_its_summary(tmp_path,
