@@ -1,9 +1,11 @@
 """Statistics on per-boot values whose answers are known."""
+import itertools
 import math
 from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy import stats as sps
 
 from lab.analyse import cyclictest
 from lab.base import metrics, stats
@@ -256,6 +258,21 @@ def test_the_test_is_two_sided_at_its_stated_level():
     assert r["verdict"] == "not enough boots"
     short = stats.rank_test(BETTER[:4], BASE[:4])
     assert 2 * min(short) == pytest.approx(2 / 70)
+
+
+def test_the_rank_test_is_exact_with_ties_and_at_pooled_sizes():
+    """Against every split listed, with mid-ranks for ties; and 15 boots
+    against 15 (155 million splits): complete separation is one split."""
+    x, y = [3, 1, 4, 1, 5], [9, 2, 6, 5, 3, 5]
+    ranks = sps.rankdata(x + y)
+    sums = [sum(ranks[list(c)]) for c in itertools.combinations(
+        range(len(ranks)), len(x))]
+    observed = sum(ranks[:len(x)])
+    lower, higher = stats.rank_test(x, y)
+    assert lower == pytest.approx(np.mean([s <= observed for s in sums]))
+    assert higher == pytest.approx(np.mean([s >= observed for s in sums]))
+    lower, higher = stats.rank_test(list(range(15)), list(range(15, 30)))
+    assert lower == pytest.approx(1 / math.comb(30, 15)) and higher == 1.0
 
 
 def test_benjamini_hochberg_against_a_hand_computed_example():
