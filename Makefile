@@ -30,7 +30,7 @@ LAVA_CLIENT = $(if $(filter lava,$(RUNNER)),lavacli)
 LAVA_LOCAL = lava-server lava-dispatcher lavacli postgresql
 
 .PHONY: all lab compare check test deps deps-lava lava-local lava-local-down \
-	variants health accel clean help variant mail replicate attribute \
+	variants health accel clean help variant mail replicate pool attribute \
 	check-all qemu-deb
 
 all: help
@@ -49,6 +49,7 @@ help:
 	@echo "               of patches or Message-ID)"
 	@echo "make mail NAME=n  the report reports/<date>-n as reply.eml"
 	@echo "make replicate A=r B=s  two reports: made alike? verdicts agree?"
+	@echo "make pool REPORTS=\"r s\" NAME=n  repeat reports of one plan, boots together"
 	@echo "make attribute VARIANT=v SCENARIOS=x,y  which patch of v's series"
 	@echo "               brings each effect (every prefix run)"
 	@echo "make deps      install the Debian packages the lab needs"
@@ -106,6 +107,10 @@ mail: deps
 # in how they were made, whether they are a repeat, which verdicts agree.
 replicate:
 	@$(LAB) replicate "$(A)" "$(B)"
+
+# Repeat reports of one plan as one report of all their boots.
+pool:
+	@$(LAB) pool $(REPORTS) --name "$(NAME)"
 
 compare: deps
 	@$(LAB) compare $(MATRIX) --runner $(RUNNER)

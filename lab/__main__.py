@@ -206,6 +206,22 @@ def cmd_replicate(args) -> int:
     return _emit(text, args.out)
 
 
+def cmd_pool(args) -> int:
+    from .analyse import pool, replicate
+    folders = [replicate.report_folder(n) for n in args.reports]
+    runs, analyses = pool.load(folders)
+    descriptions, busy, lead = _scenario_facts()
+    a = pool.analyse(runs, analyses, busy, lead)
+    out = publish.default_folder(args.name)
+    command = " ".join(["python3 -m lab pool", *args.reports,
+                        "--name", args.name])
+    publish.write_analysed(runs, a, out, descriptions, command)
+    report_index.write()
+    print((out / "report.txt").read_text(), end="")
+    info(f"report: {out}/report.txt, {out}/report.md")
+    return 0
+
+
 def cmd_trace_length(args) -> int:
     from .analyse import tracelength
     root = Path(args.results)
@@ -412,6 +428,18 @@ def parse_args(argv):
     rp.add_argument("b", help="the other report or results folder")
     rp.add_argument("--out", default="", help="also write the text here")
     rp.set_defaults(func=cmd_replicate)
+    po = sub.add_parser(
+        "pool", help="repeat reports of one plan as one report: their "
+        "boots together", description="Read the reports' data/, refuse "
+        "unless each repeats the first (as replicate decides), number the "
+        "boots on (the second report's boot 1 follows the first's last) "
+        "and write one report of them all into reports/<date>-NAME.  The "
+        "runs stay in the reports named; data/analysis.json says which "
+        "boot came from where (`pooled`).")
+    po.add_argument("reports", nargs="+", help="report folders or their "
+                    "names under reports/, the first one's traces used")
+    po.add_argument("--name", required=True, help="the report's name")
+    po.set_defaults(func=cmd_pool)
     tl = sub.add_parser(
         "trace-length", help="would shorter trace phases explain the "
         "same worst wake-ups?", description="Explain every traced run of "

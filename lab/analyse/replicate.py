@@ -78,15 +78,20 @@ def how_made(run: dict) -> dict:
     }
 
 
-def load(folder: Path) -> tuple:
-    """({(variant, scenario, boot): run summary}, analysis)."""
+def _load_runs(folder: Path) -> dict:
+    """{(variant, scenario, boot): run summary} of a report's data/."""
     runs = {}
     for f in sorted((folder / "data").glob("*-boot*.json*")):
         raw = f.read_bytes()
         r = json.loads(gzip.decompress(raw) if f.suffix == ".gz" else raw)
         runs[(r["variant"], r["scenario"], r["boot"])] = r
-    analysis = json.loads((folder / "data" / "analysis.json").read_text())
-    return runs, analysis
+    return runs
+
+
+def load(folder: Path) -> tuple:
+    """({(variant, scenario, boot): run summary}, analysis)."""
+    return _load_runs(folder), json.loads(
+        (folder / "data" / "analysis.json").read_text())
 
 
 UNKNOWN = "not recorded"
@@ -161,11 +166,14 @@ def is_repeat(a: dict, b: dict) -> bool:
         k in PLAN_KEYS for k in differences(a, b))
 
 
-def earlier_repeats(folder: Path) -> list:
+def earlier_repeats(folder: Path, an: dict = None) -> list:
     """The other reports under reports/ that repeat some of `folder`'s
     runs the same way, newest first: where a new report's verdicts can
-    be checked against an earlier one's."""
-    runs, an = load(folder)
+    be checked against an earlier one's.  `an`: the folder's analysis,
+    where it is not yet written."""
+    runs = _load_runs(folder)
+    if an is None:
+        an = json.loads((folder / "data" / "analysis.json").read_text())
     # the compared cells: a report that shares only a base's runs has
     # no verdict to check against
     cells = {k for k, c in an["cells"].items() if "vs_baseline" in c}
@@ -180,7 +188,7 @@ def earlier_repeats(folder: Path) -> list:
     return [other.parent for other in sorted(
         (paths.REPO / "reports").glob("20*/data"), reverse=True)
         if other.parent.resolve() != folder.resolve() and
-        shares_cells(other) and is_repeat(runs, load(other.parent)[0])]
+        shares_cells(other) and is_repeat(runs, _load_runs(other.parent))]
 
 
 def unreplicated(here: dict, others: list) -> list:
@@ -190,7 +198,8 @@ def unreplicated(here: dict, others: list) -> list:
     cell, metric, here, there}."""
     out = []
     for other in others:
-        there = rejudged(load(other)[1])
+        there = rejudged(json.loads(
+            (other / "data" / "analysis.json").read_text()))
         out += [{"report": other.name, "cell": key, "metric": m,
                  "here": x, "there": y}
                 for key, m, x, y in verdicts(here, there)

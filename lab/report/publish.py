@@ -136,8 +136,6 @@ def write(root: Path, out: Path, descriptions: dict, command: str,
     traces = report_traces.analyse(runs)
     a = analysis.analyse(runs, traces, busy=set(busy), lead=lead)
     a["traces"] = traces
-    a["sweeps"] = report_sweeps.analyse(runs)
-    a["command"] = command = portable(command, root)
     out.mkdir(parents=True, exist_ok=True)
     (out / "data").mkdir(exist_ok=True)
     # one summary per run, gzip'd: 360 runs of plain JSON are 6 MB, a
@@ -145,14 +143,37 @@ def write(root: Path, out: Path, descriptions: dict, command: str,
     for r in runs:
         name = f"{r['variant']}-{r['scenario']}-boot{r['boot']}.json.gz"
         store.write_json_gz(out / "data" / name, portable(r, root))
-    store.write_json(out / "data" / "analysis.json", portable(a, root),
-                     compact=True)
-    if out.resolve().parent == (paths.REPO / "reports").resolve():
-        _replicate(out, a, root)
+    return write_analysed(runs, a, out, descriptions, portable(command, root),
+                          root)
+
+
+def write_analysed(runs: list, a: dict, out: Path, descriptions: dict,
+                   command: str, root: Path = None) -> Path:
+    """The report of analysed runs (their summaries already in out/data,
+    or, for a pool, in the reports it names): analysis.json, the
+    replicate tables, report.txt, report.md and the figures.  `root`:
+    the results folder the runs came from, whose paths analysis.json
+    leaves out, and whose trace.dat files the worst cases' timelines
+    are drawn from (a pool has none: its first report has them)."""
+    a["sweeps"] = report_sweeps.analyse(runs)
+    a["command"] = command
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "data").mkdir(exist_ok=True)
+    repeats = _repeats(out, a) if out.resolve().parent == (
+        paths.REPO / "reports").resolve() else []
+    store.write_json(out / "data" / "analysis.json",
+                     a if root is None else portable(a, root), compact=True)
+    for other in repeats:
+        store.write_text(out / f"replicate-{other.name}.md",
+                         replicate.text(str(other), str(out)))
+        info(f"the same plan as {other.name}: "
+             f"{out / f'replicate-{other.name}.md'}")
+    traces = a["traces"]
     text = report_text.text_report(runs, a, descriptions)
     store.write_text(out / "report.txt", text)
-    images = report_plots.plots(runs, a, out) + report_traces.files(
-        a["traces"], a["variants"], a["scenarios"], out) + \
+    drawn = [] if root is None else report_traces.files(
+        traces, a["variants"], a["scenarios"], out)
+    images = report_plots.plots(runs, a, out) + drawn + \
         report_sweeps.plots(a["sweeps"], a["variants"], out)
     store.write_text(out / "report.md", markdown(
         text, images, command, report_traces.text(
@@ -165,22 +186,15 @@ def write(root: Path, out: Path, descriptions: dict, command: str,
     return out
 
 
-def _replicate(out: Path, a: dict, root: Path) -> None:
-    """Against each earlier report of the same plan: its replicate table
-    beside this report, and the findings the two do not share in
-    analysis.json (`replication`), for the summary to name."""
-    repeats = replicate.earlier_repeats(out)
-    if not repeats:
-        return
-    a["replication"] = {"reports": [r.name for r in repeats],
-                        "differ": replicate.unreplicated(a, repeats)}
-    store.write_json(out / "data" / "analysis.json", portable(a, root),
-                     compact=True)
-    for other in repeats:
-        store.write_text(out / f"replicate-{other.name}.md",
-                         replicate.text(str(other), str(out)))
-        info(f"the same plan as {other.name}: "
-             f"{out / f'replicate-{other.name}.md'}")
+def _repeats(out: Path, a: dict) -> list:
+    """The earlier reports of the same plan, and in `a` the findings
+    each does not share with this one (`replication`), for the summary
+    to name."""
+    repeats = replicate.earlier_repeats(out, a)
+    if repeats:
+        a["replication"] = {"reports": [r.name for r in repeats],
+                            "differ": replicate.unreplicated(a, repeats)}
+    return repeats
 
 
 def default_folder(name: str) -> Path:

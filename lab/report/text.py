@@ -83,7 +83,9 @@ def _setup_lines(runs: list, a: dict, descriptions: dict) -> list:
                     "brings the other CPUs online before any test)"
                     if "maxcpus=1" in q['accel'].get('append', "") else "")
                  + ".", "  ")
-    out += _wrap(f"Host CPU: {q['host_cpu']}.", "  ")
+    hosts = sorted({r["qemu"]["host_cpu"] for r in runs})
+    out += _wrap(f"Host CPU{'s' if len(hosts) > 1 else ''}: "
+                 f"{'; '.join(hosts)}.", "  ")
     out += _wrap("cyclictest -p 99 -m, threads free to move (affinity "
                  "widened after start; samples before that dropped); a "
                  "random phase per boot between the periodic loads and "
@@ -121,9 +123,13 @@ def _summary(runs: list, a: dict) -> list:
     boots = sorted({len(c["boots"]) for c in a["cells"].values()}) or [0]
     span = str(boots[0]) if boots[0] == boots[-1] else \
         f"{boots[0]}-{boots[-1]}"
-    lines = [f"{_n(len(a['variants']), 'kernel')} x "
-             f"{_n(len(a['scenarios']), 'scenario')}, {span} boots per "
-             f"cell, one value per boot.",
+    size = (f"{_n(len(a['variants']), 'kernel')} x "
+            f"{_n(len(a['scenarios']), 'scenario')}, {span} boots per cell")
+    sources = sorted({b["report"] for b in a.get("pooled", {}).values()})
+    lines = [(f"{size}, the boots of {len(sources)} runs of one plan "
+              f"pooled ({', '.join(sources)}), one value per boot.",
+              f"{size}, {len(sources)} runs pooled.", 1)
+             if sources else f"{size}, one value per boot.",
              ("Medium: " + _medium(runs[0]) + ".",
               "Medium: " + _medium(runs[0], short=True) + ".", 1)]
     holds, few, none, fdr = defaultdict(list), [], [], []

@@ -1,0 +1,72 @@
+"""Repeat runs of one plan read as one: more boots a cell.
+
+`python3 -m lab pool A B [C...]` (`make pool REPORTS="A B"`) reads the
+reports' data/ and refuses unless each is a repeat of the first (the
+same plan, kernels, initramfs, QEMU and guest; replicate.is_repeat says
+what differs).  The boots are numbered on: the second report's boot 1
+is the first's last boot + 1, and so on; each keeps the report and boot
+it came from.  The first report's traces (its boot 1 of each cell) stand
+for the pool, and a scenario any report withheld stays withheld.
+
+Pooling buys power for effects that 5 boots leave borderline.  It does
+not make a run a replication of itself: a finding of the pool has no
+independent repeat until another run of the plan is pooled the same way.
+"""
+from pathlib import Path
+
+from ..base import predictions
+from ..base.log import LabError
+from . import analysis, replicate
+
+
+def load(folders: list) -> tuple:
+    """(every run of the reports, boots numbered on across reports, each
+    with `pooled_from`: {report, boot}; each report's analysis)."""
+    if len(folders) < 2:
+        raise LabError("pool: name at least two reports of one plan")
+    loaded = [replicate.load(f) for f in folders]
+    for folder, (rs, _) in zip(folders, loaded):
+        if not rs:
+            raise LabError(f"{folder}/data: no run summaries "
+                           f"(<variant>-<scenario>-boot<k>.json.gz)")
+    first = loaded[0][0]
+    for folder, (rs, _) in zip(folders[1:], loaded[1:]):
+        if not replicate.is_repeat(first, rs):
+            differ = [k for k in replicate.differences(first, rs)
+                      if k in replicate.PLAN_KEYS]
+            why = (f"they differ in {', '.join(differ)}" if differ else
+                   "they share no cell, or some of the very same runs")
+            raise LabError(f"{folder}: not a repeat of {folders[0]}, so "
+                           f"not pooled: {why} (`python3 -m lab replicate "
+                           f"{folders[0]} {folder}` shows where)")
+    pooled, offset = [], 0
+    for folder, (rs, _) in zip(folders, loaded):
+        for (_, _, boot), r in sorted(rs.items()):
+            pooled.append(dict(r, boot=offset + boot, **_histograms(r),
+                               pooled_from={"report": Path(folder).name,
+                                            "boot": boot}))
+        offset += max(boot for _, _, boot in rs)
+    return pooled, [a for _, a in loaded]
+
+
+def _histograms(run: dict) -> dict:
+    """A stored run's histograms keyed by microseconds again (JSON made
+    the keys strings), as the report's figures read them."""
+    return {k: {int(us): n for us, n in run[k].items()}
+            for k in ("histogram", "traced_histogram") if run.get(k)}
+
+
+def analyse(pooled: list, analyses: list, busy: set, lead: dict) -> dict:
+    """The pooled runs analysed as one results folder would be."""
+    traces = analyses[0].get("traces", {})
+    a = analysis.analyse(pooled, traces, busy=busy, lead=lead)
+    withheld = {}
+    for other in analyses:
+        withheld |= other.get("withheld", {})
+    if set(withheld) - set(a["withheld"]):
+        a["withheld"] = withheld | a["withheld"]
+        a = analysis.judge(a, predictions.load())
+    a["traces"] = traces
+    a["pooled"] = {f"{r['variant']}-{r['scenario']}-boot{r['boot']}":
+                   r["pooled_from"] for r in pooled}
+    return a

@@ -1,0 +1,67 @@
+"""`python3 -m lab pool`: repeat reports of one plan as one report of
+all their boots."""
+import pytest
+
+from lab.analyse import pool, replicate
+from lab.base import store
+from lab.base.log import LabError
+from lab.report import publish
+from lab.tests.test_matrix_report import fake_run
+
+
+def published(tmp_path, name, run_n, cyclictest="-t 1 -p 99 -i 1000"):
+    """A report of 5 boots of baseline and better on `long`, recorded as
+    made by one plan (the cyclictest line aside)."""
+    root = tmp_path / "results" / name
+    for boot in range(1, 6):
+        for variant, lo, hi in (("baseline", 1000, 5000),
+                                ("better", 60, 300)):
+            seed = 100 * run_n + 10 * (variant == "better") + boot
+            fake_run(root, variant, "long", boot, lo, hi, seed=seed)
+            f = root / variant / "long" / f"boot-{boot}" / "run.json"
+            record = store.read_json(f)
+            record.update(lab_commit="abc", plan_sha256="p" * 64)
+            record["scenario"]["text"] = "duration = 10\n"
+            record["qemu"]["command"] = f"qemu -initrd /c/{variant}.cpio"
+            record.setdefault("plan_env", {})["CYCLICTEST"] = cyclictest
+            store.write_json(f, record)
+    return publish.write(root, tmp_path / name, {"long": "test"}, "test")
+
+
+def test_two_runs_pool_into_one_report_of_ten_boots(tmp_path):
+    a, b = (published(tmp_path, n, k) for k, n in enumerate("ab"))
+    runs, analyses = pool.load([a, b])
+    p = pool.analyse(runs, analyses, set(), {})
+    cell = p["cells"]["long/better"]
+    assert cell["boots"] == list(range(1, 11))
+    # the second report's boots follow the first's, values unchanged
+    assert cell["per_boot"]["p99"] == (
+        analyses[0]["cells"]["long/better"]["per_boot"]["p99"] +
+        analyses[1]["cells"]["long/better"]["per_boot"]["p99"])
+    assert p["pooled"]["better-long-boot6"] == {"report": "b", "boot": 1}
+    assert cell["vs_baseline"]["p99"]["boots"] == [10, 10]
+    out = publish.write_analysed(runs, p, tmp_path / "pooled",
+                                 {"long": "test"}, "python3 -m lab pool")
+    summary = (out / "report.txt").read_text().split("\nSetup")[0]
+    assert "10 boots per cell" in summary and "2 runs" in summary
+    # the runs stay in the reports pooled: no copy of them
+    assert [f.name for f in (out / "data").iterdir()] == ["analysis.json"]
+
+
+def test_a_report_of_another_plan_is_not_pooled(tmp_path):
+    a = published(tmp_path, "a", 0)
+    b = published(tmp_path, "b", 1, cyclictest="-t 1 -p 99 -i 1000 -h")
+    with pytest.raises(LabError, match="b: not a repeat of .*a, so not "
+                       "pooled: they differ in plan parameters"):
+        pool.load([a, b])
+    with pytest.raises(LabError, match="at least two reports"):
+        pool.load([a])
+
+
+def test_one_report_named_twice_is_not_pooled(tmp_path):
+    """Its boots would count twice."""
+    a = published(tmp_path, "a", 0)
+    assert replicate.shared_runs(replicate.load(a)[0],
+                                 replicate.load(a)[0])
+    with pytest.raises(LabError, match="the very same runs"):
+        pool.load([a, a])
