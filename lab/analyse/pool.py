@@ -67,6 +67,7 @@ def analyse(pooled: list, analyses: list, busy: set, lead: dict) -> dict:
         a["withheld"] = withheld | a["withheld"]
         a = analysis.judge(a, predictions.load())
     a["traces"] = traces
-    a["pooled"] = {f"{r['variant']}-{r['scenario']}-boot{r['boot']}":
-                   r["pooled_from"] for r in pooled}
+    a["pooled"] = [{"variant": r["variant"], "scenario": r["scenario"],
+                    "boot": r["boot"], "from": r["pooled_from"]["report"],
+                    "from_boot": r["pooled_from"]["boot"]} for r in pooled]
     return a

@@ -79,12 +79,34 @@ def how_made(run: dict) -> dict:
 
 
 def _load_runs(folder: Path) -> dict:
-    """{(variant, scenario, boot): run summary} of a report's data/."""
+    """{(variant, scenario, boot): run summary} of a report's data/, or
+    of the reports a pool names."""
     runs = {}
     for f in sorted((folder / "data").glob("*-boot*.json*")):
         raw = f.read_bytes()
         r = json.loads(gzip.decompress(raw) if f.suffix == ".gz" else raw)
         runs[(r["variant"], r["scenario"], r["boot"])] = r
+    return runs or _pooled_runs(folder)
+
+
+def _pooled_runs(folder: Path) -> dict:
+    """A pool's runs (lab/analyse/pool.py), read from the reports beside
+    it that it names, with the boot numbers of the pool."""
+    f = folder / "data" / "analysis.json"
+    pooled = json.loads(f.read_text()).get("pooled", []) \
+        if f.is_file() else []
+    sources, runs = {}, {}
+    for p in pooled:
+        if p["from"] not in sources:
+            source = folder.parent / p["from"]
+            if not (source / "data").is_dir():
+                raise LabError(f"{folder}: pools the runs of {source}, "
+                               f"which is not there")
+            sources[p["from"]] = _load_runs(source)
+        run = sources[p["from"]][(p["variant"], p["scenario"],
+                                  p["from_boot"])]
+        runs[(p["variant"], p["scenario"], p["boot"])] = dict(
+            run, boot=p["boot"])
     return runs
 
 

@@ -125,7 +125,7 @@ def _summary(runs: list, a: dict) -> list:
         f"{boots[0]}-{boots[-1]}"
     size = (f"{_n(len(a['variants']), 'kernel')} x "
             f"{_n(len(a['scenarios']), 'scenario')}, {span} boots per cell")
-    sources = sorted({b["report"] for b in a.get("pooled", {}).values()})
+    sources = sorted({b["from"] for b in a.get("pooled", ())})
     lines = [(f"{size}, the boots of {len(sources)} runs of one plan "
               f"pooled ({', '.join(sources)}), one value per boot.",
               f"{size}, {len(sources)} runs pooled.", 1)

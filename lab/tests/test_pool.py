@@ -38,14 +38,22 @@ def test_two_runs_pool_into_one_report_of_ten_boots(tmp_path):
     assert cell["per_boot"]["p99"] == (
         analyses[0]["cells"]["long/better"]["per_boot"]["p99"] +
         analyses[1]["cells"]["long/better"]["per_boot"]["p99"])
-    assert p["pooled"]["better-long-boot6"] == {"report": "b", "boot": 1}
+    assert {"variant": "better", "scenario": "long", "boot": 6,
+            "from": "b", "from_boot": 1} in p["pooled"]
     assert cell["vs_baseline"]["p99"]["boots"] == [10, 10]
     out = publish.write_analysed(runs, p, tmp_path / "pooled",
                                  {"long": "test"}, "python3 -m lab pool")
     summary = (out / "report.txt").read_text().split("\nSetup")[0]
     assert "10 boots per cell" in summary and "2 runs" in summary
-    # the runs stay in the reports pooled: no copy of them
+    # the runs stay in the reports pooled: no copy of them; replicate
+    # reads them from there, numbered as in the pool
     assert [f.name for f in (out / "data").iterdir()] == ["analysis.json"]
+    again = replicate.load(out)[0]
+    assert len(again) == 20 and again[("better", "long", 6)][
+        "phase_seed"] == replicate.load(b)[0][("better", "long", 1)][
+        "phase_seed"]
+    assert "**Not a repeat**: 10 runs are the same runs" in \
+        replicate.text(str(a), str(out))
 
 
 def test_a_report_of_another_plan_is_not_pooled(tmp_path):
