@@ -51,6 +51,7 @@ def run(variant: Variant, scenarios: list, boots: int, runner, out: Path,
             f"(report.md).  \"from patch k\": the first prefix that shows "
             f"the whole series' verdict.\n\n" +
             attribution.markdown(rows, steps,
-                                 [subject(p) for p in variant.patches]))
+                                 [subject(p) for p in variant.patches],
+                                 attribution.undone(a, steps)))
     (out / "attribution.md").write_text(text)
     return text

@@ -165,14 +165,16 @@ def judge(out: dict, predicted: dict) -> dict:
             across = out["cells"].get(f"{scen}/baseline")
             if var != "baseline" and across:
                 c["vs_other_generation"] = _compare(
-                    "p99", c["per_boot"]["p99"], across["per_boot"]["p99"])
+                    "p99", c["per_boot"]["p99"], across["per_boot"]["p99"],
+                    _strata(c, across))
             continue
         base = out["cells"].get(f"{scen}/{bases[var]}")
         if not base:
             continue
-        vs = {m: _compare(m, c["per_boot"][m], base["per_boot"][m])
+        strata = _strata(c, base)
+        vs = {m: _compare(m, c["per_boot"][m], base["per_boot"][m], strata)
               for m in BOOT_METRICS}
-        vs.update({m: _compare(m, v, base["cost"][m])
+        vs.update({m: _compare(m, v, base["cost"][m], strata)
                    for m, v in c["cost"].items() if m in base["cost"]})
         c["vs_baseline"] = vs
         p = predicted.get((scen, var))
@@ -229,9 +231,19 @@ def base_of(run: dict) -> str:
     return run.get("variant_conf", {}).get("base", "baseline")
 
 
-def _compare(metric: str, variant: list, base: list) -> dict:
+def _compare(metric: str, variant: list, base: list,
+             strata: tuple = None) -> dict:
     m = metrics.get(metric)
-    return stats.compare(variant, base, m.better, m.min_effect, m.min_level)
+    return stats.compare(variant, base, m.better, m.min_effect, m.min_level,
+                         strata)
+
+
+def _strata(cell: dict, base: dict):
+    """The run each boot of two pooled cells came from (`runs`, set by
+    lab/analyse/pool.py), or None for one run's cells."""
+    if "runs" in cell and "runs" in base:
+        return cell["runs"], base["runs"]
+    return None
 
 
 def published_verdict(vs: dict) -> str:

@@ -12,6 +12,12 @@ from . import analysis
 FINDINGS = ("lower", "higher")
 
 
+def _shown(a: dict, scen: str, steps: list, metric: str) -> list:
+    """Each step's shown verdict on one metric of one scenario."""
+    return [a["cells"].get(f"{scen}/{s}", {}).get("vs_baseline", {}).get(
+        metric, {}).get("shown", "not run") for s in steps]
+
+
 def table(a: dict, steps: list) -> list:
     """One row per finding of the full series (steps[-1]): scenario,
     metric, verdict, its ratio, each step's shown verdict, the first
@@ -27,9 +33,7 @@ def table(a: dict, steps: list) -> list:
                                                       {}).items()):
             if id(cmp) not in family or cmp.get("shown") not in FINDINGS:
                 continue
-            shown = [a["cells"].get(f"{scen}/{s}", {}).get(
-                "vs_baseline", {}).get(metric, {}).get("shown", "not run")
-                for s in steps]
+            shown = _shown(a, scen, steps, metric)
             first = shown.index(cmp["shown"]) + 1
             rows.append({"scenario": scen, "metric": metric,
                          "verdict": cmp["shown"], "ratio": cmp.get("ratio"),
@@ -39,8 +43,32 @@ def table(a: dict, steps: list) -> list:
     return rows
 
 
-def markdown(rows: list, steps: list, subjects: list) -> str:
-    """The attribution as a table and one line per patch."""
+def undone(a: dict, steps: list) -> list:
+    """The findings of some prefix that the full series does not show
+    (a later patch undoes them, or they came and went with the boots):
+    scenario, metric, each step's shown verdict."""
+    family = analysis.printed_family(a)
+    found = set()
+    for key, c in a["cells"].items():
+        scen, var = key.split("/")
+        if var in steps[:-1]:
+            found |= {(scen, m) for m, cmp in c.get("vs_baseline",
+                                                    {}).items()
+                      if cmp.get("shown") in FINDINGS and
+                      any(cmp is f for f in family)}
+    rows = []
+    for scen, metric in sorted(found):
+        shown = _shown(a, scen, steps, metric)
+        if shown[-1] not in FINDINGS:
+            rows.append({"scenario": scen, "metric": metric,
+                         "steps": shown})
+    return rows
+
+
+def markdown(rows: list, steps: list, subjects: list,
+             lost: tuple = ()) -> str:
+    """The attribution as a table and one line per patch; then the
+    findings of a prefix that the whole series lacks (`undone`)."""
     out = ["| scenario | metric | whole series | " +
            " | ".join(f"1-{k}" for k in range(1, len(steps) + 1)) +
            " | from |", "|---" * (len(steps) + 4) + "|"]
@@ -59,4 +87,9 @@ def markdown(rows: list, steps: list, subjects: list) -> str:
                    if r["first"] == k]
         out.append(f"- patch {k}, {subject}: " +
                    (", ".join(brought) if brought else "no finding first"))
+    if lost:
+        out += ["", "Shown by a prefix, not by the whole series:", ""]
+        out += [f"- {r['scenario']} {r['metric']}: " + ", ".join(
+            f"{v} at 1-{k}" for k, v in enumerate(r["steps"], 1)
+            if v in FINDINGS) for r in lost]
     return "\n".join(out) + "\n"

@@ -6,7 +6,9 @@ same plan, kernels, initramfs, QEMU and guest; replicate.is_repeat says
 what differs).  The boots are numbered on: the second report's boot 1
 is the first's last boot + 1, and so on; each keeps the report and boot
 it came from.  The first report's traces (its boot 1 of each cell) stand
-for the pool, and a scenario any report withheld stays withheld.
+for the pool, and a scenario any report withheld stays withheld.  Each
+comparison is a rank test stratified by run (lab/base/stats.py): boots
+are ranked against boots of the same run only.
 
 Pooling buys power for effects that 5 boots leave borderline.  It does
 not make a run a replication of itself: a finding of the pool has no
@@ -60,12 +62,16 @@ def analyse(pooled: list, analyses: list, busy: set, lead: dict) -> dict:
     """The pooled runs analysed as one results folder would be."""
     traces = analyses[0].get("traces", {})
     a = analysis.analyse(pooled, traces, busy=busy, lead=lead)
-    withheld = {}
     for other in analyses:
-        withheld |= other.get("withheld", {})
-    if set(withheld) - set(a["withheld"]):
-        a["withheld"] = withheld | a["withheld"]
-        a = analysis.judge(a, predictions.load())
+        a["withheld"] = other.get("withheld", {}) | a["withheld"]
+    # judged again, each test stratified by run: which run a boot came
+    # from (a host, a day) must not pass for a difference of kernels
+    source = {(r["variant"], r["scenario"], r["boot"]):
+              r["pooled_from"]["report"] for r in pooled}
+    for key, c in a["cells"].items():
+        scen, var = key.split("/")
+        c["runs"] = [source[(var, scen, b)] for b in c["boots"]]
+    a = analysis.judge(a, predictions.load())
     a["traces"] = traces
     a["pooled"] = [{"variant": r["variant"], "scenario": r["scenario"],
                     "boot": r["boot"], "from": r["pooled_from"]["report"],

@@ -8,8 +8,9 @@ replicates.  Each boot gives one value per metric (p99, max, share over
 variant is compared with baseline on those values:
 
 - a two-sided exact permutation test of the rank sums (Mann-Whitney with
-  ties as mid-ranks, every split enumerated): twice the smaller
-  one-sided p, below ALPHA;
+  ties as mid-ranks, every split counted): twice the smaller one-sided
+  p, below ALPHA; where runs are pooled (lab/analyse/pool.py), ranked
+  within each run and summed over runs (stratified by run);
 - the Hodges-Lehmann shift (median of all variant-minus-baseline
   differences) with its distribution-free interval;
 - a practical effect: the medians differ by at least RATIO times (where
@@ -109,28 +110,44 @@ def spread(values) -> float:
         else float("nan")
 
 
-def rank_test(x, y) -> tuple[float, float]:
-    """One-sided exact p-values that x tends lower / higher than y.
-
-    The statistic is x's rank sum in the pooled sample (mid-ranks for
-    ties); its null distribution comes from every split of the pooled
-    ranks into groups of len(x) and len(y), counted rather than listed
-    (pooled runs of 15 boots a side have 155 million splits): mid-ranks
-    doubled are integers, so the number of splits giving each rank sum
-    is a subset-sum count.
-    """
+def _rank_sum_null(x, y) -> tuple[np.ndarray, int]:
+    """The null distribution of x's doubled rank sum among x and y
+    (mid-ranks for ties; doubled, they are integers), as probabilities
+    indexed by the sum, and the observed sum.  Every split of the ranks
+    into groups of len(x) and len(y) is counted, not listed (pooled runs
+    of 15 boots a side have 155 million): a subset-sum count."""
     doubled = np.rint(2 * sps.rankdata(np.concatenate([x, y]))).astype(int)
     n = len(x)
-    observed = int(doubled[:n].sum())
     # ways[j][s]: subsets of j of the ranks seen so far with doubled sum s
     ways = np.zeros((n + 1, int(doubled.sum()) + 1))
     ways[0][0] = 1
     for r in doubled:
         ways[1:, r:] += ways[:-1, :ways.shape[1] - r].copy()
-    null = ways[n]
-    total = null.sum()
-    return (float(null[:observed + 1].sum() / total),
-            float(null[observed:].sum() / total))
+    return ways[n] / ways[n].sum(), int(doubled[:n].sum())
+
+
+def rank_test(x, y, strata=None) -> tuple[float, float]:
+    """One-sided exact p-values that x tends lower / higher than y.
+
+    The statistic is x's rank sum in the pooled sample; its null
+    distribution comes from every split of the pooled ranks into groups
+    of len(x) and len(y).  With `strata` (a label per value of x, and
+    one per value of y: the run each boot came from), ranks are taken
+    within each stratum and the statistic is the sum of the strata's
+    rank sums, whose null distribution is the convolution of theirs: a
+    difference between runs cannot make a difference between kernels.
+    """
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if strata is None:
+        null, observed = _rank_sum_null(x, y)
+    else:
+        sx, sy = (np.asarray(s) for s in strata)
+        null, observed = np.ones(1), 0
+        for label in sorted(set(sx) & set(sy)):
+            part, seen = _rank_sum_null(x[sx == label], y[sy == label])
+            null, observed = np.convolve(null, part), observed + seen
+    return (float(null[:observed + 1].sum()),
+            float(null[observed:].sum()))
 
 
 def _u_null_counts(n: int, m: int) -> np.ndarray:
@@ -166,24 +183,30 @@ def hodges_lehmann(x, y, level: float = LEVEL) -> tuple[float, tuple]:
 
 
 def compare(variant: list, base: list, better: str = "lower",
-            floor: float = 0.0, level: float = 0.0) -> dict:
+            floor: float = 0.0, level: float = 0.0,
+            strata: tuple = None) -> dict:
     """A variant's per-boot values against baseline's: test and verdict.
 
     verdict: "lower", "higher" (than baseline), "n.s." or "not enough
     boots"; whether lower is good is the metric's own (better).  `floor`:
     the smallest shift that counts (the metric's min_effect); `level`:
-    the median one side must reach for a count to be judged.  A
+    the median one side must reach for a count to be judged; `strata`:
+    the run each value came from, variant's and base's, where runs are
+    pooled (the test is then stratified by run, rank_test).  A
     significant shift too small to count is "n.s." with `direction` and
     `under`, the bounds it missed.  ratio is None where the base's median is 0.
     """
     v, b = np.asarray(variant, float), np.asarray(base, float)
+    if strata is not None:
+        strata = (np.asarray(strata[0])[~np.isnan(v)],
+                  np.asarray(strata[1])[~np.isnan(b)])
     v, b = v[~np.isnan(v)], b[~np.isnan(b)]
     out = {"boots": [len(v), len(b)], "better": better}
     if min(len(v), len(b)) < MIN_BOOTS:
         return dict(out, verdict="not enough boots")
     med_v, med_b = float(np.median(v)), float(np.median(b))
     ratio = med_v / med_b if med_b else None
-    p_lower, p_higher = rank_test(v, b)
+    p_lower, p_higher = rank_test(v, b, strata)
     p = min(1.0, 2 * min(p_lower, p_higher))
     shift, interval = hodges_lehmann(v, b)
     noise = spread(b)

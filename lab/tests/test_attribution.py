@@ -83,3 +83,20 @@ def test_the_first_prefix_that_shows_each_finding():
         in text
     assert "patch 1, not kept by every later step" in text
     assert "- patch 3, third: no finding first" in text
+
+
+def test_a_finding_a_later_patch_undoes_is_listed_apart():
+    """Prefix 2's cost finding is not the series': listed as shown by a
+    prefix only, with the step that showed it."""
+    a = {"lead": {}, "cells": {
+        "long/base": {"cost": {"softirq_wait_max_us": [1]}},
+        "long/s.1": cell("n.s."),
+        "long/s.2": cell("lower", "higher"),
+        "long/s": cell("lower", "n.s.")}}
+    steps = ["s.1", "s.2", "s"]
+    lost = attribution.undone(a, steps)
+    assert lost == [{"scenario": "long", "metric": "softirq_wait_max_us",
+                     "steps": ["n.s.", "higher", "n.s."]}]
+    text = attribution.markdown(attribution.table(a, steps), steps,
+                                ["a", "b", "c"], lost)
+    assert "- long softirq_wait_max_us: higher at 1-2" in text

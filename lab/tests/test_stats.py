@@ -275,6 +275,33 @@ def test_the_rank_test_is_exact_with_ties_and_at_pooled_sizes():
     assert lower == pytest.approx(1 / math.comb(30, 15)) and higher == 1.0
 
 
+def test_the_rank_test_stratified_by_run():
+    """Lower within each of two runs whose levels differ by 100: each
+    run's split is 1 of 20, both together 1 of 400; unstratified, the
+    runs' difference hides it.  With ties, against every split listed
+    run by run."""
+    x, y = [1, 2, 3, 101, 102, 103], [4, 5, 6, 104, 105, 106]
+    runs = (["a"] * 3 + ["b"] * 3, ["a"] * 3 + ["b"] * 3)
+    lower, _ = stats.rank_test(x, y, runs)
+    assert lower == pytest.approx(1 / 400)
+    assert stats.rank_test(x, y)[0] > 0.05
+    x, y = [3, 1, 4, 1, 5, 9], [2, 6, 5, 3, 5, 8]
+    labels = ["a", "a", "a", "b", "b", "b"]
+    sums = {}
+    for run in "ab":
+        xs = [v for v, s in zip(x, labels) if s == run]
+        ys = [v for v, s in zip(y, labels) if s == run]
+        ranks = sps.rankdata(xs + ys)
+        sums[run] = [sum(ranks[list(c)]) for c in itertools.combinations(
+            range(len(ranks)), len(xs))]
+        sums[run + "obs"] = sum(ranks[:len(xs)])
+    total = [p + q for p in sums["a"] for q in sums["b"]]
+    observed = sums["aobs"] + sums["bobs"]
+    lower, higher = stats.rank_test(x, y, (labels, labels))
+    assert lower == pytest.approx(np.mean([t <= observed for t in total]))
+    assert higher == pytest.approx(np.mean([t >= observed for t in total]))
+
+
 def test_benjamini_hochberg_against_a_hand_computed_example():
     """p = 0.01, 0.04, 0.03, 0.005 (m = 4): sorted 0.005, 0.01, 0.03,
     0.04 give p*m/rank 0.02, 0.02, 0.04, 0.04, already monotone."""
