@@ -30,6 +30,10 @@ from ..base.log import LabError
 
 # plan parameters that differ between boots by design
 PER_BOOT = {"PHASE_SEED", "PHASE_US", "BG_PHASE_US"}
+# the phases after the measurement that explain it, in one boot a cell
+# (lab/run/scenario.py, plan_env's `explained`): a boot with them and a
+# boot without are made alike; two boots with them must agree
+EXPLAINING = {"PROBE_ARGS", "PROBE_MODULE_ARGS", "TRACE", "TIMERLAT"}
 # what makes two runs the same measurement, and what is only noted
 PLAN_KEYS = ("plan script", "scenario file", "plan parameters", "kernel",
              "initramfs", "QEMU build", "setting", "guest size")
@@ -51,12 +55,18 @@ def _initrd(command: str) -> str:
         if "-initrd" in words else ""
 
 
-def how_made(run: dict) -> dict:
+def explained(run: dict) -> bool:
+    """Whether the run had the explaining phases (trace, rtla, probe)."""
+    return any(run.get("plan_env", {}).get(k) for k in EXPLAINING)
+
+
+def how_made(run: dict, phases: bool = True) -> dict:
     """The run's provenance, key by key (PLAN_KEYS, NOTE_KEYS); "not
-    recorded" where its report predates the record."""
+    recorded" where its report predates the record.  Without `phases`,
+    the plan parameters leave the explaining phases out."""
     made = run.get("made", {})
     env = {k: v for k, v in run.get("plan_env", {}).items()
-           if k not in PER_BOOT}
+           if k not in PER_BOOT and (phases or k not in EXPLAINING)}
     text = made.get("scenario_text", "")
     unknown = UNKNOWN
     return {
@@ -125,7 +135,8 @@ def differences(a: dict, b: dict) -> dict:
     cannot be shown then)."""
     out = defaultdict(list)
     for cell in sorted(set(a) & set(b)):
-        ma, mb = how_made(a[cell]), how_made(b[cell])
+        phases = explained(a[cell]) and explained(b[cell])
+        ma, mb = how_made(a[cell], phases), how_made(b[cell], phases)
         for key in PLAN_KEYS + NOTE_KEYS:
             if ma[key] != mb[key] or UNKNOWN in (ma[key], mb[key]):
                 out[key].append((cell, ma[key], mb[key]))
@@ -172,13 +183,15 @@ def _cell(cell) -> str:
 
 
 def shared_runs(a: dict, b: dict) -> list:
-    """Cells whose run is the very same in A and B (one results folder
-    reported twice: the same boot, by its phase seed), not a repeat."""
+    """Runs of A that are runs of B too (one results folder reported
+    twice, or a pool and a run in it: the same boot of a cell, known by
+    its phase seed, whatever its number), not repeats."""
     def seed(run):
         return run.get("phase_seed",
                        run.get("plan_env", {}).get("PHASE_SEED"))
-    return [c for c in sorted(set(a) & set(b))
-            if seed(a[c]) is not None and seed(a[c]) == seed(b[c])]
+    in_b = {(v, s, seed(r)) for (v, s, _), r in b.items()
+            if seed(r) is not None}
+    return [c for c in sorted(a) if (c[0], c[1], seed(a[c])) in in_b]
 
 
 def is_repeat(a: dict, b: dict) -> bool:

@@ -201,3 +201,19 @@ def test_a_new_report_names_its_repeats_in_its_summary(tmp_path,
     assert "Not replicated in an earlier run of this plan " \
         f"({names[0]}): long/better p99 n.s. here, lower in " \
         f"{names[0]}." in " ".join(summary.split())
+
+
+def test_a_traced_boot_and_an_untraced_one_are_made_alike(tmp_path):
+    """The trace phase follows the measurement in one boot a cell: a
+    pool's boot 6 (another run's boot 1, traced) repeats a new run's
+    untraced boot 6; two traced boots with other trace settings do not."""
+    def traced(variant, trace, seed):
+        r = run(variant, 1, seed=seed)
+        r["plan_env"]["TRACE"] = trace
+        return r
+    a = report(tmp_path / "a", [traced("mine", 100, 1)], "lower")
+    b = report(tmp_path / "b", [traced("mine", "", 2)], "lower")
+    c = report(tmp_path / "c", [traced("mine", 200, 3)], "lower")
+    assert replicate.is_repeat(replicate.load(a)[0], replicate.load(b)[0])
+    assert not replicate.is_repeat(replicate.load(a)[0],
+                                   replicate.load(c)[0])
