@@ -47,7 +47,7 @@ def undone(a: dict, steps: list) -> list:
     """The findings of some prefix that the full series does not show
     (a later patch undoes them, or they came and went with the boots):
     scenario, metric, each step's shown verdict."""
-    family = analysis.printed_family(a)
+    family = {id(c) for c in analysis.printed_family(a)}
     found = set()
     for key, c in a["cells"].items():
         scen, var = key.split("/")
@@ -55,7 +55,7 @@ def undone(a: dict, steps: list) -> list:
             found |= {(scen, m) for m, cmp in c.get("vs_baseline",
                                                     {}).items()
                       if cmp.get("shown") in FINDINGS and
-                      any(cmp is f for f in family)}
+                      id(cmp) in family}
     rows = []
     for scen, metric in sorted(found):
         shown = _shown(a, scen, steps, metric)

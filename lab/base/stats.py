@@ -136,6 +136,7 @@ def rank_test(x, y, strata=None) -> tuple[float, float]:
     within each stratum and the statistic is the sum of the strata's
     rank sums, whose null distribution is the convolution of theirs: a
     difference between runs cannot make a difference between kernels.
+    A stratum with values on one side only compares nothing.
     """
     x, y = np.asarray(x, float), np.asarray(y, float)
     if strata is None:

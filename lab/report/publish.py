@@ -136,8 +136,7 @@ def write(root: Path, out: Path, descriptions: dict, command: str,
     traces = report_traces.analyse(runs)
     a = analysis.analyse(runs, traces, busy=set(busy), lead=lead)
     a["traces"] = traces
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "data").mkdir(exist_ok=True)
+    (out / "data").mkdir(parents=True, exist_ok=True)
     # one summary per run, gzip'd: 360 runs of plain JSON are 6 MB, a
     # published report stays under 5 MB
     for r in runs:
@@ -157,8 +156,7 @@ def write_analysed(runs: list, a: dict, out: Path, descriptions: dict,
     are drawn from (a pool has none: its first report has them)."""
     a["sweeps"] = report_sweeps.analyse(runs)
     a["command"] = command
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "data").mkdir(exist_ok=True)
+    (out / "data").mkdir(parents=True, exist_ok=True)
     repeats = _repeats(out, a) if out.resolve().parent == (
         paths.REPO / "reports").resolve() else []
     store.write_json(out / "data" / "analysis.json",
