@@ -216,10 +216,7 @@ def cmd_pool(args) -> int:
     command = " ".join(["python3 -m lab pool", *args.reports,
                         "--name", args.name])
     publish.write_analysed(runs, a, out, descriptions, command)
-    report_index.write()
-    print((out / "report.txt").read_text(), end="")
-    info(f"report: {out}/report.txt, {out}/report.md")
-    return 0
+    return _published(out)
 
 
 def cmd_trace_length(args) -> int:
@@ -277,6 +274,12 @@ def _report(args, root, names, scens) -> int:
     command = _command(args, "variants", "scenarios", "boots", "jobs",
                        "results", "out" if args.out else "name")
     publish.write(root, out, descriptions, command, names, scens, busy, lead)
+    return _published(out)
+
+
+def _published(out: Path) -> int:
+    """A report written: the index of reports/ made again if it is one
+    of them, and its text shown."""
     if out.resolve().parent == report_index.REPORTS:
         report_index.write()
     print((out / "report.txt").read_text(), end="")

@@ -84,8 +84,13 @@ def probe_summary(rs: list):
 
 
 def analyse(runs: list, traces: dict = None, predicted: dict = None,
-            busy: set = frozenset(), lead: dict = None) -> dict:
+            busy: set = frozenset(), lead: dict = None,
+            withheld: dict = None) -> dict:
     """Per cell: each boot's values; per variant: verdicts on them.
+    `withheld`: scenarios withheld for reasons found elsewhere (a pool's
+    other reports), beside those the traces give.  Runs pooled from
+    several reports (`pooled_from`, lab/analyse/pool.py) are compared
+    within their own report (`runs` in the cell, the strata).
 
     A boot whose cyclictest threads could not move (the affinity widening
     failed) is left out of the cell and counted.  A scenario whose traced
@@ -123,9 +128,10 @@ def analyse(runs: list, traces: dict = None, predicted: dict = None,
                "PROBE_ARGS", "") for r in ok},
            "module_args": {r["scenario"]: r.get("plan_env", {}).get(
                "MODULE_ARGS", "") for r in ok},
-           "withheld": {s: w for s in scenarios
-                        if (w := emulator_blamed(traces, s, variants,
-                                                 s in busy, null(s)))},
+           "withheld": dict(withheld or {}) | {
+               s: w for s in scenarios
+               if (w := emulator_blamed(traces, s, variants, s in busy,
+                                        null(s)))},
            "failed": [{k: r[k] for k in ("variant", "scenario", "boot",
                                          "reason")}
                       for r in runs if r["status"] != "ok"]}
@@ -146,6 +152,8 @@ def analyse(runs: list, traces: dict = None, predicted: dict = None,
              "softirqs": {v: sum(r["softirqs"][v] for r in rs) / len(rs)
                           for v in results.VECTORS},
              "softirqs_per_s": softirq_rates(rs)}
+        if all("pooled_from" in r for r in free):
+            c["runs"] = [r["pooled_from"]["report"] for r in free]
         probe = probe_summary(free)
         if probe:
             c["probe"] = probe

@@ -16,7 +16,6 @@ independent repeat until another run of the plan is pooled the same way.
 """
 from pathlib import Path
 
-from ..base import predictions
 from ..base.log import LabError
 from . import analysis, replicate
 
@@ -44,34 +43,24 @@ def load(folders: list) -> tuple:
     pooled, offset = [], 0
     for folder, (rs, _) in zip(folders, loaded):
         for (_, _, boot), r in sorted(rs.items()):
-            pooled.append(dict(r, boot=offset + boot, **_histograms(r),
+            pooled.append(dict(r, boot=offset + boot,
                                pooled_from={"report": Path(folder).name,
                                             "boot": boot}))
         offset += max(boot for _, _, boot in rs)
     return pooled, [a for _, a in loaded]
 
 
-def _histograms(run: dict) -> dict:
-    """A stored run's histograms keyed by microseconds again (JSON made
-    the keys strings), as the report's figures read them."""
-    return {k: {int(us): n for us, n in run[k].items()}
-            for k in ("histogram", "traced_histogram") if run.get(k)}
-
-
 def analyse(pooled: list, analyses: list, busy: set, lead: dict) -> dict:
-    """The pooled runs analysed as one results folder would be."""
+    """The pooled runs analysed as one results folder would be, each
+    test stratified by run (analysis.analyse reads `pooled_from`): which
+    run a boot came from (a host, a day) must not pass for a difference
+    of kernels."""
     traces = analyses[0].get("traces", {})
-    a = analysis.analyse(pooled, traces, busy=busy, lead=lead)
+    withheld = {}
     for other in analyses:
-        a["withheld"] = other.get("withheld", {}) | a["withheld"]
-    # judged again, each test stratified by run: which run a boot came
-    # from (a host, a day) must not pass for a difference of kernels
-    source = {(r["variant"], r["scenario"], r["boot"]):
-              r["pooled_from"]["report"] for r in pooled}
-    for key, c in a["cells"].items():
-        scen, var = key.split("/")
-        c["runs"] = [source[(var, scen, b)] for b in c["boots"]]
-    a = analysis.judge(a, predictions.load())
+        withheld |= other.get("withheld", {})
+    a = analysis.analyse(pooled, traces, busy=busy, lead=lead,
+                         withheld=withheld)
     a["traces"] = traces
     a["pooled"] = [{"variant": r["variant"], "scenario": r["scenario"],
                     "boot": r["boot"], "from": r["pooled_from"]["report"],

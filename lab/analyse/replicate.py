@@ -88,23 +88,37 @@ def how_made(run: dict, phases: bool = True) -> dict:
     }
 
 
-def _load_runs(folder: Path) -> dict:
+def _stored(raw: bytes) -> dict:
+    """A run summary as a report stores it, read back as
+    results.summarize made it: JSON made the histograms' microsecond
+    keys strings."""
+    r = json.loads(raw)
+    for k in ("histogram", "traced_histogram"):
+        if r.get(k):
+            r[k] = {int(us): n for us, n in r[k].items()}
+    return r
+
+
+def _load_runs(folder: Path, an: dict = None) -> dict:
     """{(variant, scenario, boot): run summary} of a report's data/, or
-    of the reports a pool names."""
+    of the reports a pool names (`an`: the folder's analysis, where
+    already read)."""
     runs = {}
     for f in sorted((folder / "data").glob("*-boot*.json*")):
         raw = f.read_bytes()
-        r = json.loads(gzip.decompress(raw) if f.suffix == ".gz" else raw)
+        r = _stored(gzip.decompress(raw) if f.suffix == ".gz" else raw)
         runs[(r["variant"], r["scenario"], r["boot"])] = r
-    return runs or _pooled_runs(folder)
+    if runs:
+        return runs
+    if an is None:
+        f = folder / "data" / "analysis.json"
+        an = json.loads(f.read_text()) if f.is_file() else {}
+    return _pooled_runs(folder, an.get("pooled", []))
 
 
-def _pooled_runs(folder: Path) -> dict:
+def _pooled_runs(folder: Path, pooled: list) -> dict:
     """A pool's runs (lab/analyse/pool.py), read from the reports beside
     it that it names, with the boot numbers of the pool."""
-    f = folder / "data" / "analysis.json"
-    pooled = json.loads(f.read_text()).get("pooled", []) \
-        if f.is_file() else []
     sources, runs = {}, {}
     for p in pooled:
         if p["from"] not in sources:
@@ -122,8 +136,8 @@ def _pooled_runs(folder: Path) -> dict:
 
 def load(folder: Path) -> tuple:
     """({(variant, scenario, boot): run summary}, analysis)."""
-    return _load_runs(folder), json.loads(
-        (folder / "data" / "analysis.json").read_text())
+    an = json.loads((folder / "data" / "analysis.json").read_text())
+    return _load_runs(folder, an), an
 
 
 UNKNOWN = "not recorded"
@@ -206,9 +220,9 @@ def earlier_repeats(folder: Path, an: dict = None) -> list:
     runs the same way, newest first: where a new report's verdicts can
     be checked against an earlier one's.  `an`: the folder's analysis,
     where it is not yet written."""
-    runs = _load_runs(folder)
     if an is None:
         an = json.loads((folder / "data" / "analysis.json").read_text())
+    runs = _load_runs(folder, an)
     # the compared cells: a report that shares only a base's runs has
     # no verdict to check against
     cells = {k for k, c in an["cells"].items() if "vs_baseline" in c}
