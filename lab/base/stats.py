@@ -15,10 +15,11 @@ variant is compared with baseline on those values:
   differences) with its distribution-free interval;
 - a practical effect: the medians differ by at least RATIO times (where
   the base's median is 0, no ratio: the difference must pass the floor),
-  the shift is larger than the base cell's boot-to-boot spread (its
-  interquartile range: the noise of the reference; a variant whose own
-  boots scatter widely far above a tight base still differs) and at
-  least the metric's floor (lab/base/metrics.py, `min_effect`); for a
+  and the whole interval of the shift, not only the shift, lies beyond
+  the base cell's boot-to-boot spread (its interquartile range: the
+  noise of the reference; a variant whose own boots scatter widely far
+  above a tight base still differs) and the metric's floor
+  (lab/base/metrics.py, `min_effect`); for a
   count of rare events, at least one median at the metric's level
   (`min_level`: enough events for a verdict).  A significant shift that
   misses any of these is "n.s.", with the reason in `under`.
@@ -211,16 +212,21 @@ def compare(variant: list, base: list, better: str = "lower",
     p = min(1.0, 2 * min(p_lower, p_higher))
     shift, interval = hodges_lehmann(v, b)
     noise = spread(b)
+    direction = "lower" if shift < 0 and p_lower < p_higher else \
+        "higher" if shift > 0 and p_higher < p_lower else ""
+    # the interval's end nearest to no change, as a size in the
+    # direction: the spread and the floor are cleared by the whole
+    # interval, not by its middle (a shift near a bar is otherwise a
+    # coin toss between two runs, lab/docs/statistics.md)
+    near = interval[0] if direction == "higher" else -interval[1]
     under = [why for why, missed in (
-        ("the base's spread", abs(shift) <= noise),
-        (f"the floor {floor:g}", abs(shift) < floor),
+        ("the base's spread", near <= noise),
+        (f"the floor {floor:g}", near < floor),
         (f"{RATIO}x", ratio is not None and 1 / RATIO < ratio < RATIO),
         (f"the level {level:g} (too few events)",
          max(abs(med_v), abs(med_b)) < level))
         if missed]
     verdict = "n.s."
-    direction = "lower" if shift < 0 and p_lower < p_higher else \
-        "higher" if shift > 0 and p_higher < p_lower else ""
     if p < ALPHA and direction:
         if under:       # significant, too small to count: said, not shown
             out["under"] = ", ".join(under)

@@ -175,6 +175,27 @@ def test_a_shift_under_the_metrics_floor_gets_no_verdict():
     assert metrics.get("nic_app_kpps").min_effect == 0.5
 
 
+def test_a_shift_whose_interval_reaches_a_bar_gets_no_verdict():
+    """Both from published runs: zijlstra's attribution printed
+    long-net-rx's longest wait "higher x13" with two of five boots
+    0.03-0.27 us above a base with no spread, and run G printed
+    stultz-v5's UDP loss "higher" on a shift whose interval reached
+    down to 3.2 points, under the 5-point floor; neither repeated."""
+    base = [27.74, 27.68, 27.74, 27.74, 27.74]
+    var = [369.0, 28.01, 393.52, 27.77, 1192.49]
+    c = stats.compare(var, base, floor=5.0)
+    assert c["p"] < stats.ALPHA and c["ratio"] > stats.RATIO
+    assert c["verdict"] == "n.s." and "the floor 5" in c["under"]
+    # the same boots, each clear of the floor, are a finding
+    clear = stats.compare([v + 40 for v in var], base, floor=5.0)
+    assert clear["verdict"] == "higher"
+    loss_base = [7.15, 4.56, 4.58, 5.00, 9.06]
+    loss = [12.25, 13.25, 13.63, 10.76, 11.80]
+    c = stats.compare(loss, loss_base, floor=5.0)
+    assert c["shift"] > 5.0 and c["shift_interval"][0] < 5.0
+    assert c["verdict"] == "n.s." and "the floor 5" in c["under"]
+
+
 def test_a_zero_base_gives_a_difference_never_a_ratio():
     base = [0, 0, 0, 0, 0]
     var = [3, 4, 3, 5, 4]
