@@ -18,28 +18,33 @@ def _shown(a: dict, scen: str, steps: list, metric: str) -> list:
         metric, {}).get("shown", "not run") for s in steps]
 
 
+def _printed_findings(a: dict, variants) -> list:
+    """(scenario, metric, comparison) of every finding the report prints
+    for the cells of those variants."""
+    family = {id(c) for c in analysis.printed_family(a)}
+    out = []
+    for key in sorted(a["cells"]):
+        scen, var = key.split("/")
+        if var in variants:
+            out += [(scen, metric, cmp) for metric, cmp in sorted(
+                a["cells"][key].get("vs_baseline", {}).items())
+                if id(cmp) in family and cmp.get("shown") in FINDINGS]
+    return out
+
+
 def table(a: dict, steps: list) -> list:
     """One row per finding of the full series (steps[-1]): scenario,
     metric, verdict, its ratio, each step's shown verdict, the first
     step (1-based) that shows it, and whether it holds from there."""
-    full = steps[-1]
-    family = {id(c) for c in analysis.printed_family(a)}
     rows = []
-    for key in sorted(a["cells"]):
-        scen, var = key.split("/")
-        if var != full:
-            continue
-        for metric, cmp in sorted(a["cells"][key].get("vs_baseline",
-                                                      {}).items()):
-            if id(cmp) not in family or cmp.get("shown") not in FINDINGS:
-                continue
-            shown = _shown(a, scen, steps, metric)
-            first = shown.index(cmp["shown"]) + 1
-            rows.append({"scenario": scen, "metric": metric,
-                         "verdict": cmp["shown"], "ratio": cmp.get("ratio"),
-                         "steps": shown, "first": first,
-                         "holds": all(v == cmp["shown"]
-                                      for v in shown[first - 1:])})
+    for scen, metric, cmp in _printed_findings(a, steps[-1:]):
+        shown = _shown(a, scen, steps, metric)
+        first = shown.index(cmp["shown"]) + 1
+        rows.append({"scenario": scen, "metric": metric,
+                     "verdict": cmp["shown"], "ratio": cmp.get("ratio"),
+                     "steps": shown, "first": first,
+                     "holds": all(v == cmp["shown"]
+                                  for v in shown[first - 1:])})
     return rows
 
 
@@ -47,15 +52,8 @@ def undone(a: dict, steps: list) -> list:
     """The findings of some prefix that the full series does not show
     (a later patch undoes them, or they came and went with the boots):
     scenario, metric, each step's shown verdict."""
-    family = {id(c) for c in analysis.printed_family(a)}
-    found = set()
-    for key, c in a["cells"].items():
-        scen, var = key.split("/")
-        if var in steps[:-1]:
-            found |= {(scen, m) for m, cmp in c.get("vs_baseline",
-                                                    {}).items()
-                      if cmp.get("shown") in FINDINGS and
-                      id(cmp) in family}
+    found = {(scen, metric) for scen, metric, _ in
+             _printed_findings(a, steps[:-1])}
     rows = []
     for scen, metric in sorted(found):
         shown = _shown(a, scen, steps, metric)

@@ -26,12 +26,12 @@ def load(folders: list) -> tuple:
     if len(folders) < 2:
         raise LabError("pool: name at least two reports of one plan")
     loaded = [replicate.load(f) for f in folders]
-    for folder, (rs, _) in zip(folders, loaded):
+    for folder, (rs, _, _) in zip(folders, loaded):
         if not rs:
             raise LabError(f"{folder}/data: no run summaries "
                            f"(<variant>-<scenario>-boot<k>.json.gz)")
-    first = loaded[0][0]
-    for folder, (rs, _) in zip(folders[1:], loaded[1:]):
+    first = loaded[0].runs
+    for folder, (rs, _, _) in zip(folders[1:], loaded[1:]):
         if not replicate.is_repeat(first, rs):
             differ = [k for k in replicate.differences(first, rs)
                       if k in replicate.PLAN_KEYS]
@@ -41,13 +41,13 @@ def load(folders: list) -> tuple:
                            f"not pooled: {why} (`python3 -m lab replicate "
                            f"{folders[0]} {folder}` shows where)")
     pooled, offset = [], 0
-    for folder, (rs, _) in zip(folders, loaded):
+    for folder, (rs, _, _) in zip(folders, loaded):
         for (_, _, boot), r in sorted(rs.items()):
             pooled.append(dict(r, boot=offset + boot,
                                pooled_from={"report": Path(folder).name,
                                             "boot": boot}))
         offset += max(boot for _, _, boot in rs)
-    return pooled, [a for _, a in loaded]
+    return pooled, [got.an for got in loaded]
 
 
 def analyse(pooled: list, analyses: list, busy: set, lead: dict) -> dict:

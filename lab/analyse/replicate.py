@@ -22,6 +22,7 @@ import hashlib
 import json
 from collections import defaultdict
 from pathlib import Path
+from typing import NamedTuple
 
 from ..base import paths, predictions
 from . import analysis
@@ -134,10 +135,20 @@ def _pooled_runs(folder: Path, pooled: list) -> dict:
     return runs
 
 
-def load(folder: Path) -> tuple:
-    """({(variant, scenario, boot): run summary}, analysis)."""
-    an = json.loads((folder / "data" / "analysis.json").read_text())
-    return _load_runs(folder, an), an
+class Loaded(NamedTuple):
+    """A report read once: {(variant, scenario, boot): run summary}, its
+    analysis, its folder."""
+    runs: dict
+    an: dict
+    folder: Path
+
+
+def load(folder: Path, an: dict = None) -> Loaded:
+    """A report's runs and analysis (`an`: the analysis, where it is not
+    yet written)."""
+    if an is None:
+        an = json.loads((folder / "data" / "analysis.json").read_text())
+    return Loaded(_load_runs(folder, an), an, folder)
 
 
 UNKNOWN = "not recorded"
@@ -215,41 +226,40 @@ def is_repeat(a: dict, b: dict) -> bool:
         k in PLAN_KEYS for k in differences(a, b))
 
 
-def earlier_repeats(folder: Path, an: dict = None) -> list:
-    """The other reports under reports/ that repeat some of `folder`'s
-    runs the same way, newest first: where a new report's verdicts can
-    be checked against an earlier one's.  `an`: the folder's analysis,
-    where it is not yet written."""
-    if an is None:
-        an = json.loads((folder / "data" / "analysis.json").read_text())
-    runs = _load_runs(folder, an)
+def earlier_repeats(here: Loaded) -> list:
+    """The other reports under reports/ that repeat some of `here`'s runs
+    the same way, newest first, each read once (Loaded): where a new
+    report's verdicts can be checked against an earlier one's."""
     # the compared cells: a report that shares only a base's runs has
     # no verdict to check against
-    cells = {k for k, c in an["cells"].items() if "vs_baseline" in c}
-
-    def shares_cells(data: Path) -> bool:
+    cells = {k for k, c in here.an["cells"].items() if "vs_baseline" in c}
+    out = []
+    for data in sorted((paths.REPO / "reports").glob("20*/data"),
+                       reverse=True):
         # analysis.json alone first: most reports share no cell, and
         # their runs need not be read
         f = data / "analysis.json"
-        return f.is_file() and bool(cells & {
-            k for k, c in json.loads(f.read_text())["cells"].items()
-            if "vs_baseline" in c})
-    return [other.parent for other in sorted(
-        (paths.REPO / "reports").glob("20*/data"), reverse=True)
-        if other.parent.resolve() != folder.resolve() and
-        shares_cells(other) and is_repeat(runs, _load_runs(other.parent))]
+        if data.parent.resolve() == here.folder.resolve() or \
+                not f.is_file():
+            continue
+        an = json.loads(f.read_text())
+        if cells & {k for k, c in an["cells"].items()
+                    if "vs_baseline" in c}:
+            other = load(data.parent, an)
+            if is_repeat(here.runs, other.runs):
+                out.append(other)
+    return out
 
 
 def unreplicated(here: dict, others: list) -> list:
     """The findings (lower or higher) that a report's analysis (`here`,
-    made under today's rules) and earlier repeats of it do not share,
-    theirs judged again under today's rules: {report: the other's name,
-    cell, metric, here, there}."""
+    made under today's rules) and earlier repeats of it (Loaded) do not
+    share, theirs judged again under today's rules: {report: the other's
+    name, cell, metric, here, there}."""
     out = []
     for other in others:
-        there = rejudged(json.loads(
-            (other / "data" / "analysis.json").read_text()))
-        out += [{"report": other.name, "cell": key, "metric": m,
+        there = rejudged(other.an)
+        out += [{"report": other.folder.name, "cell": key, "metric": m,
                  "here": x, "there": y}
                 for key, m, x, y in verdicts(here, there)
                 if x != y and {"lower", "higher"} & {x, y}]
@@ -259,10 +269,14 @@ def unreplicated(here: dict, others: list) -> list:
 def text(name_a: str, name_b: str, labels: tuple = ()) -> str:
     """The replicate table of two reports; `labels` name them where
     their folders do not (a report made from a results folder)."""
-    fa, fb = report_folder(name_a), report_folder(name_b)
-    la, lb = labels or (fa.name, fb.name)
-    runs_a, an_a = load(fa)
-    runs_b, an_b = load(fb)
+    return table(load(report_folder(name_a)), load(report_folder(name_b)),
+                 labels)
+
+
+def table(a: Loaded, b: Loaded, labels: tuple = ()) -> str:
+    """The replicate table of two reports already read."""
+    la, lb = labels or (a.folder.name, b.folder.name)
+    (runs_a, an_a, _), (runs_b, an_b, _) = a, b
     common = set(runs_a) & set(runs_b)
     lines = [f"# Replicate: A = {la}, B = {lb}", "",
              f"Runs of the same cell and boot in both: {len(common)} "

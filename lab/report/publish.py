@@ -157,15 +157,16 @@ def write_analysed(runs: list, a: dict, out: Path, descriptions: dict,
     a["sweeps"] = report_sweeps.analyse(runs)
     a["command"] = command
     (out / "data").mkdir(parents=True, exist_ok=True)
-    repeats = _repeats(out, a) if out.resolve().parent == (
-        paths.REPO / "reports").resolve() else []
+    here = replicate.load(out, a) if out.resolve().parent == (
+        paths.REPO / "reports").resolve() else None
+    repeats = _repeats(here) if here else []
     store.write_json(out / "data" / "analysis.json",
                      a if root is None else portable(a, root), compact=True)
     for other in repeats:
-        store.write_text(out / f"replicate-{other.name}.md",
-                         replicate.text(str(other), str(out)))
-        info(f"the same plan as {other.name}: "
-             f"{out / f'replicate-{other.name}.md'}")
+        name = other.folder.name
+        store.write_text(out / f"replicate-{name}.md",
+                         replicate.table(other, here))
+        info(f"the same plan as {name}: {out / f'replicate-{name}.md'}")
     traces = a["traces"]
     text = report_text.text_report(runs, a, descriptions)
     store.write_text(out / "report.txt", text)
@@ -184,14 +185,15 @@ def write_analysed(runs: list, a: dict, out: Path, descriptions: dict,
     return out
 
 
-def _repeats(out: Path, a: dict) -> list:
-    """The earlier reports of the same plan, and in `a` the findings
-    each does not share with this one (`replication`), for the summary
-    to name."""
-    repeats = replicate.earlier_repeats(out, a)
+def _repeats(here: "replicate.Loaded") -> list:
+    """The earlier reports of the same plan (each read once), and in the
+    new report's analysis the findings each does not share with it
+    (`replication`), for the summary to name."""
+    repeats = replicate.earlier_repeats(here)
     if repeats:
-        a["replication"] = {"reports": [r.name for r in repeats],
-                            "differ": replicate.unreplicated(a, repeats)}
+        here.an["replication"] = {
+            "reports": [r.folder.name for r in repeats],
+            "differ": replicate.unreplicated(here.an, repeats)}
     return repeats
 
 

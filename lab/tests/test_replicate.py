@@ -61,8 +61,8 @@ def test_the_same_runs_in_two_reports_are_no_repeat(tmp_path, monkeypatch):
     (tmp_path / "reports").mkdir()
     a.rename(tmp_path / "reports" / "2026-01-01-a")
     b.rename(tmp_path / "reports" / "2026-01-02-b")
-    assert replicate.earlier_repeats(tmp_path / "reports" /
-                                     "2026-01-02-b") == []
+    assert replicate.earlier_repeats(replicate.load(
+        tmp_path / "reports" / "2026-01-02-b")) == []
 
 
 def test_a_changed_cyclictest_line_is_named_and_no_repeat(tmp_path):
@@ -102,7 +102,8 @@ def test_a_new_report_finds_the_earlier_ones_that_it_repeats(
     report(reports / "2026-01-02-other", [run("mine", 1, "-t 2")], "n.s.")
     new = report(reports / "2026-01-03-b", [run("mine", 1, seed=2)],
                  "lower")
-    assert replicate.earlier_repeats(new) == [first]
+    assert [r.folder for r in replicate.earlier_repeats(
+        replicate.load(new))] == [first]
 
 
 def test_two_results_folders_are_made_into_reports_and_compared(
@@ -160,10 +161,12 @@ def test_the_findings_one_run_has_and_its_repeat_lacks_are_listed(
     a = report(tmp_path / "2026-01-01-a", [run("mine", 1, seed=1)],
                "lower")
     b = report(tmp_path / "2026-01-02-b", [run("mine", 1, seed=2)], "n.s.")
-    assert replicate.unreplicated(replicate.load(b)[1], [a]) == [
+    assert replicate.unreplicated(replicate.load(b).an,
+                                  [replicate.load(a)]) == [
         {"report": "2026-01-01-a", "cell": "long/mine", "metric": "p99",
          "here": "n.s.", "there": "lower"}]
-    assert replicate.unreplicated(replicate.load(a)[1], [a]) == []
+    assert replicate.unreplicated(replicate.load(a).an,
+                                  [replicate.load(a)]) == []
 
 
 def test_a_new_report_names_its_repeats_in_its_summary(tmp_path,
