@@ -26,14 +26,14 @@ def load(folders: list) -> tuple:
     if len(folders) < 2:
         raise LabError("pool: name at least two reports of one plan")
     loaded = [replicate.load(f) for f in folders]
-    for folder, (rs, _, _) in zip(folders, loaded):
-        if not rs:
-            raise LabError(f"{folder}/data: no run summaries "
+    for got in loaded:
+        if not got.runs:
+            raise LabError(f"{got.folder}/data: no run summaries "
                            f"(<variant>-<scenario>-boot<k>.json.gz)")
     first = loaded[0].runs
-    for folder, (rs, _, _) in zip(folders[1:], loaded[1:]):
-        if not replicate.is_repeat(first, rs):
-            differ = [k for k in replicate.differences(first, rs)
+    for folder, got in zip(folders[1:], loaded[1:]):
+        if not replicate.is_repeat(first, got.runs):
+            differ = [k for k in replicate.differences(first, got.runs)
                       if k in replicate.PLAN_KEYS]
             why = (f"they differ in {', '.join(differ)}" if differ else
                    "they share no cell, or some of the very same runs")
@@ -41,12 +41,12 @@ def load(folders: list) -> tuple:
                            f"not pooled: {why} (`python3 -m lab replicate "
                            f"{folders[0]} {folder}` shows where)")
     pooled, offset = [], 0
-    for folder, (rs, _, _) in zip(folders, loaded):
-        for (_, _, boot), r in sorted(rs.items()):
+    for got in loaded:
+        for (_, _, boot), r in sorted(got.runs.items()):
             pooled.append(dict(r, boot=offset + boot,
-                               pooled_from={"report": Path(folder).name,
+                               pooled_from={"report": Path(got.folder).name,
                                             "boot": boot}))
-        offset += max(boot for _, _, boot in rs)
+        offset += max(boot for _, _, boot in got.runs)
     return pooled, [got.an for got in loaded]
 
 
