@@ -30,7 +30,7 @@ LAVA_CLIENT = $(if $(filter lava,$(RUNNER)),lavacli)
 LAVA_LOCAL = lava-server lava-dispatcher lavacli postgresql
 
 .PHONY: all lab compare check test deps deps-lava lava-local lava-local-down \
-	variants health accel clean help variant mail replicate pool attribute \
+	variants health accel clean help variant mail replicate power pool attribute \
 	check-all qemu-deb
 
 all: help
@@ -50,6 +50,7 @@ help:
 	@echo "make mail NAME=n  the report reports/<date>-n as reply.eml"
 	@echo "make replicate A=r B=s  two reports: made alike? verdicts agree?"
 	@echo "make pool REPORTS=\"r s\" NAME=n  repeat reports of one plan, boots together"
+	@echo "make power REPORTS=\"r s\"  how often two runs would disagree, at 5/10/15 boots"
 	@echo "make attribute VARIANT=v SCENARIOS=x,y  which patch of v's series"
 	@echo "               brings each effect (every prefix run)"
 	@echo "make deps      install the Debian packages the lab needs"
@@ -107,6 +108,11 @@ mail: deps
 # in how they were made, whether they are a repeat, which verdicts agree.
 replicate:
 	@$(LAB) replicate "$(A)" "$(B)"
+
+# How often two runs of these reports' plan would disagree on each
+# comparison, at 5, 10 and 15 boots a cell (lab/docs/statistics.md).
+power:
+	@$(LAB) power $(REPORTS)
 
 # Repeat reports of one plan as one report of all their boots.
 pool:

@@ -206,6 +206,17 @@ def cmd_replicate(args) -> int:
     return _emit(text, args.out)
 
 
+def cmd_power(args) -> int:
+    import json
+    from .analyse import power, replicate
+    folders = [replicate.report_folder(n) for n in args.reports]
+    analyses = [json.loads((f / "data" / "analysis.json").read_text())
+                for f in folders]
+    rows = power.disagreement(analyses, args.boots, args.trials, args.seed)
+    return _emit(power.text(rows, args.reports, args.boots, args.trials,
+                            args.seed), args.out)
+
+
 def cmd_pool(args) -> int:
     from .analyse import pool, replicate
     folders = [replicate.report_folder(n) for n in args.reports]
@@ -431,6 +442,20 @@ def parse_args(argv):
     rp.add_argument("b", help="the other report or results folder")
     rp.add_argument("--out", default="", help="also write the text here")
     rp.set_defaults(func=cmd_replicate)
+    pw = sub.add_parser(
+        "power", help="how often two runs would disagree, at n boots a "
+        "cell", description="Resample the reports' boots into simulated "
+        "runs of n boots a cell and say, per printed comparison, how "
+        "often it is a finding and how often two runs disagree on it "
+        "(lab/analyse/power.py).")
+    pw.add_argument("reports", nargs="+", help="report folders or their "
+                    "names under reports/: their boots of a cell pooled")
+    pw.add_argument("--boots", type=positive_list, default=(5, 10, 15),
+        help="boot counts, comma-separated (default 5,10,15)")
+    pw.add_argument("--trials", type=positive, default=200)
+    pw.add_argument("--seed", type=int, default=1)
+    pw.add_argument("--out", default="", help="also write the text here")
+    pw.set_defaults(func=cmd_power)
     po = sub.add_parser(
         "pool", help="repeat reports of one plan as one report: their "
         "boots together", description="Read the reports' data/, refuse "

@@ -8,7 +8,7 @@ the report.
 from collections import defaultdict
 from pathlib import Path
 
-from ..base import metrics, predictions, stats
+from ..base import metrics, predictions, stats, unresolved
 from . import results
 from ..base.cores import map_on_cores
 from ..base.log import LabError, warn
@@ -161,11 +161,14 @@ def analyse(runs: list, traces: dict = None, predicted: dict = None,
     return judge(out, predicted)
 
 
-def judge(out: dict, predicted: dict) -> dict:
+def judge(out: dict, predicted: dict, declared: dict = None) -> dict:
     """The verdicts on analysed cells: each variant against its base, the
     family's false-discovery adjustment, what the report shows.  Apart
     from analyse so that changed rules can be tried on a published
-    analysis.json without reading its runs again."""
+    analysis.json without reading its runs again.  `declared`: the
+    comparisons declared unresolved (common/unresolved.txt if None):
+    tested as every other, shown as "unresolved"."""
+    declared = unresolved.load() if declared is None else declared
     bases = out["bases"]
     for key, c in out["cells"].items():
         scen, var = key.split("/")
@@ -184,6 +187,9 @@ def judge(out: dict, predicted: dict) -> dict:
               for m in BOOT_METRICS}
         vs.update({m: _compare(m, v, base["cost"][m], strata)
                    for m, v in c["cost"].items() if m in base["cost"]})
+        for m, cmp in vs.items():
+            if (scen, var, m) in declared:
+                cmp["unresolved"] = declared[(scen, var, m)]
         c["vs_baseline"] = vs
         p = predicted.get((scen, var))
         if p:
@@ -264,9 +270,12 @@ def published_verdict(vs: dict) -> str:
 
 
 def shown_verdict(cmp: dict, withheld_reason) -> str:
-    """The verdict the report prints: the test's, unless withheld."""
+    """The verdict the report prints: the test's, unless withheld or
+    declared unresolved."""
     if withheld_reason:
         return "withheld"
+    if cmp.get("unresolved"):
+        return "unresolved"         # a coin toss at this many boots
     if cmp["verdict"] == "n.s." and cmp.get("p", 1) < stats.ALPHA \
             and abs(cmp["shift"]) <= cmp["spread"]:
         return "withheld (spread)"  # significant, within the base's spread

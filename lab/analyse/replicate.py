@@ -308,7 +308,8 @@ def table(a: Loaded, b: Loaded, labels: tuple = ()) -> str:
               "Both reports' verdicts as the lab's current rules give "
               "them (`lab/docs/statistics.md`), whatever rules each "
               "report was printed under.", ""]
-    pairs = verdicts(rejudged(an_a), rejudged(an_b))
+    again_a, again_b = rejudged(an_a), rejudged(an_b)
+    pairs = verdicts(again_a, again_b)
     same = [p for p in pairs if p[2] == p[3]]
     leads = [p for p in pairs if p[1] == an_a.get("lead", {}).get(
         p[0].split("/")[0], "p99")]
@@ -320,6 +321,14 @@ def table(a: Loaded, b: Loaded, labels: tuple = ()) -> str:
                  f"; lead metrics {sum(p[2] == p[3] for p in leads)} of "
                  f"{len(leads)}; findings (lower or higher in either) "
                  f"{sum(p[2] == p[3] for p in found)} of {len(found)}.")
+    toss = [(k, m) for k, m, x, y in pairs if x == y == "unresolved"]
+    if toss:
+        def test(an, k, m):
+            return an["cells"][k]["vs_baseline"][m]["verdict"]
+        lines += ["", "Declared unresolved (`common/unresolved.txt`), no "
+                  "finding in either; what their tests gave: " + "; ".join(
+                      f"{k} {m} (A {test(again_a, k, m)}, B "
+                      f"{test(again_b, k, m)})" for k, m in toss) + "."]
     differ = [p for p in pairs if p[2] != p[3]]
     if differ:
         lines += ["", f"| cell | metric | A: {la} | B: {lb} |",

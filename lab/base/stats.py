@@ -31,6 +31,7 @@ comparisons the p-values are then adjusted (bh_adjust: Benjamini and
 Hochberg's false-discovery rate), and the report shows a verdict only
 where q < FDR as well.
 """
+import functools
 import math
 
 import numpy as np
@@ -152,8 +153,11 @@ def rank_test(x, y, strata=None) -> tuple[float, float]:
             float(null[observed:].sum()))
 
 
+@functools.lru_cache(maxsize=None)
 def _u_null_counts(n: int, m: int) -> np.ndarray:
-    """How many splits give each Mann-Whitney U = 0..n*m (no ties)."""
+    """How many splits give each Mann-Whitney U = 0..n*m (no ties); one
+    table per (n, m), read only (lab/analyse/power.py asks thousands of
+    times)."""
     # f[i][j][u]: arrangements of i x's and j y's with U = u
     f = [[None] * (m + 1) for _ in range(n + 1)]
     for i in range(n + 1):
@@ -166,6 +170,7 @@ def _u_null_counts(n: int, m: int) -> np.ndarray:
             a[j:] += f[i - 1][j][:n * m + 1 - j]   # largest is an x
             a += f[i][j - 1]                        # largest is a y
             f[i][j] = a
+    f[n][m].flags.writeable = False
     return f[n][m]
 
 

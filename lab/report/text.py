@@ -132,7 +132,7 @@ def _summary(runs: list, a: dict) -> list:
              if sources else f"{size}, one value per boot.",
              ("Medium: " + _medium(runs[0]) + ".",
               "Medium: " + _medium(runs[0], short=True) + ".", 1)]
-    holds, few, none, fdr = defaultdict(list), [], [], []
+    holds, few, none, fdr, toss = defaultdict(list), [], [], [], []
     for key, c in a["cells"].items():
         scen, var = key.split("/")
         vs = c.get("vs_baseline", {}).get(lead_of(a, scen))
@@ -144,6 +144,8 @@ def _summary(runs: list, a: dict) -> list:
             none.append((var, scen))
         elif vs and vs["shown"] == "withheld (FDR)":
             fdr.append((var, scen))
+        elif vs and vs["shown"] == "unresolved":
+            toss.append((var, scen))
     # lines with a shorter form (long, short, rank), made short lowest
     # rank first while the summary does not fit: what the rows below or
     # the setup say again goes short before what holds
@@ -165,6 +167,12 @@ def _summary(runs: list, a: dict) -> list:
                       "comparisons (withheld (FDR)): " + _by_scenario(
                           fdr, a["variants"], set(a["bases"].values()))
                       + ".", f"Withheld (FDR): {len(fdr)} comparisons, "
+                      f"marked below.", 2))
+    if toss:
+        lines.append(("Unresolved at this many boots (declared, "
+                      "common/unresolved.txt): " + _by_scenario(
+                          toss, a["variants"], set(a["bases"].values()))
+                      + ".", f"Unresolved: {len(toss)} comparisons, "
                       f"marked below.", 2))
     if few:
         lines.append("Too few boots: " + _by_scenario(
@@ -303,7 +311,7 @@ def _verdict_word(vs, detail: bool = False) -> str:
         n, base = vs["boots"]
         return f"too few ({n})" if n < stats.MIN_BOOTS else \
             f"too few (base {base})"
-    if vs["shown"].startswith(("withheld", "n.s.")):
+    if vs["shown"].startswith(("withheld", "n.s.", "unresolved")):
         return vs["shown"]
     return f"{vs['shown']} {effect(vs)}"
 
@@ -420,7 +428,10 @@ def text_report(runs: list, a: dict, descriptions: dict) -> str:
         f"cyclictest blame the emulator for its worst cases. 'withheld "
         f"(spread)': significant, but the shift is within the base's "
         f"spread. 'withheld (FDR)': p < {stats.ALPHA}, but q is not "
-        f"under {stats.FDR}. 'too few (base n)': the base has n boots. "
+        f"under {stats.FDR}. 'unresolved': declared in "
+        f"common/unresolved.txt, where two runs at this many boots "
+        f"disagree too often for a verdict (python3 -m lab power); its "
+        f"test is in data/analysis.json. 'too few (base n)': the base has n boots. "
         f">1ms and missed (periods cyclictest skipped, of those due) are "
         f"medians over boots. Latencies in microseconds.", "  ")
     for scen in a["scenarios"]:

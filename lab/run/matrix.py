@@ -89,9 +89,21 @@ class Cell:
             f"boot-{self.boot}"
 
 
+def plan(variants: list, scenarios: list, boots: int) -> list:
+    """The matrix's runs in the order they run: boot-major, so that
+    every cell gets its first boot before any gets a second and a
+    stopped matrix is still a usable comparison; a scenario that
+    declares more boots than `boots` gets its extra ones last."""
+    most = max([boots] + [s.boots for s in scenarios])
+    return [Cell(v, s, k) for k in range(1, most + 1)
+            for s in scenarios if k <= max(boots, s.boots)
+            for v in variants]
+
+
 def run(variants: list, scenarios: list, boots: int,
         root: Path = None, accel: qemu.Accel = None, runner=None) -> list:
-    """Run every cell not yet finished; return all cells' run folders.
+    """Run every cell not yet finished, `boots` times or as often as its
+    scenario asks if more (`boots`); return all cells' run folders.
 
     `accel` overrides the runner's choice (the fidelity study's
     settings).  `runner` (lab/run/runners/) boots the guests; by default
@@ -108,10 +120,7 @@ def run(variants: list, scenarios: list, boots: int,
     accel = accel or runner.accel(built[variants[0].name].image)
     info(f"accelerator: {accel.summary()}")
 
-    # Boot-major order: every cell gets its first boot before any gets a
-    # second, so a stopped matrix is still a usable comparison.
-    cells = [Cell(v, s, k) for k in range(1, boots + 1)
-             for s in scenarios for v in variants]
+    cells = plan(variants, scenarios, boots)
     todo = [c for c in cells if not runfolder.finished(
         c.folder(root), built[c.variant.name].meta["hash"],
         c.scenario.digest, accel, runner.name,

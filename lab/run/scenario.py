@@ -39,6 +39,11 @@
                                            leads with; p99 if not set:
                                            max where the claim under test
                                            is a worst case)
+    boots       = 10                      (the fewest boots its cells get;
+                                           `--boots` gives the others and
+                                           more: where one odd boot in 5
+                                           decides a comparison, measured
+                                           with `python3 -m lab power`)
 
 A scenario is data: adding one is adding a file.  Every mistake is
 reported with the file and line at fault, before anything starts.
@@ -61,7 +66,7 @@ SUFFIX = ".scenario"
 KEYS = {"description", "duration", "cyclictest", "module", "background",
         "disk", "probe", "probe_module", "append", "trace", "pin",
         "both_busy", "timerlat", "nic", "default", "trace_duration",
-        "cpus", "memory", "lead"}
+        "cpus", "memory", "lead", "boots"}
 REPEATABLE = {"background"}
 # cyclictest options the lab sets itself: duration, output, and never -h
 # (a histogram gives every thread the same interval, ignoring -d) nor
@@ -90,7 +95,7 @@ LAB_OWNED_CMDLINE = {"console", "panic"}
 NUMBERS = {"duration": (1, 3600), "disk": (16, 65536), "trace": (50, 100000),
            "pin": (0, MAX_CPUS - 1), "timerlat": (50, 100000),
            "trace_duration": (1, 3600), "cpus": (1, MAX_CPUS),
-           "memory": (256, 8192)}
+           "memory": (256, 8192), "boots": (1, 100)}
 MODULE_PARAMS = {"vector", "spin_us", "storm_spin_us", "period_us", "cpu",
                  "burst", "napis", "irq"}
 
@@ -138,6 +143,8 @@ class Scenario:
     memory: int = qemu.GUEST_MEMORY_MB
     # the per-boot latency metric the report leads with
     lead: str = "p99"
+    # the fewest boots of each cell, whatever --boots asks (0: --boots)
+    boots: int = 0
 
     @property
     def alone(self) -> bool:

@@ -220,3 +220,51 @@ def test_a_traced_boot_and_an_untraced_one_are_made_alike(tmp_path):
     assert replicate.is_repeat(replicate.load(a)[0], replicate.load(b)[0])
     assert not replicate.is_repeat(replicate.load(a)[0],
                                    replicate.load(c)[0])
+
+
+def test_a_comparison_declared_unresolved_is_no_finding_in_any_run(
+        tmp_path, monkeypatch):
+    """Declared in common/unresolved.txt: tested as any other, shown as
+    "unresolved", so two runs whose tests differ there do not disagree
+    on a finding; the replicate table still says what each test gave."""
+    from lab.base import metrics, unresolved
+
+    def cell(p99s):
+        return {"per_boot": {m.name: list(p99s) for m in metrics.LATENCY},
+                "cost": {}}
+
+    def analysis(base):
+        return {"bases": {"baseline": "baseline", "mine": "baseline"},
+                "lead": {}, "withheld": {},
+                "cells": {"long/baseline": cell(base),
+                          "long/mine": cell([68, 67, 68, 69, 68])}}
+    high, mixed = [1100, 1096, 1150, 1018, 1203], [333, 72, 1049, 831, 61]
+    declared = tmp_path / "unresolved.txt"
+    declared.write_text("# why\nlong mine p99 the base flips\n")
+    monkeypatch.setattr(unresolved, "FILE", declared)
+    a, b = (replicate.rejudged(analysis(x)) for x in (high, mixed))
+    got = [x["cells"]["long/mine"]["vs_baseline"]["p99"] for x in (a, b)]
+    assert [g["verdict"] for g in got] == ["lower", "n.s."]
+    assert [g["shown"] for g in got] == ["unresolved", "unresolved"]
+    assert got[0]["unresolved"] == "the base flips"
+    assert ("long/mine", "p99", "unresolved", "unresolved") in \
+        replicate.verdicts(a, b)
+    # undeclared, the same two runs disagree on a finding
+    declared.write_text("")
+    a, b = (replicate.rejudged(analysis(x)) for x in (high, mixed))
+    assert ("long/mine", "p99", "lower", "n.s.") in replicate.verdicts(a, b)
+
+
+def test_a_bad_declaration_names_its_file_and_line(tmp_path):
+    from lab.base import unresolved
+    f = tmp_path / "unresolved.txt"
+    f.write_text("# c\nfs-noise rt p99 flips\nfs-noise rt p98 typo\n")
+    with pytest.raises(LabError, match=r"unresolved.txt:3: expected "
+                       r"'scenario variant metric why' with a metric"):
+        unresolved.load(f)
+    f.write_text("a b p99 x\na b p99 y\n")
+    with pytest.raises(LabError, match=r"unresolved.txt:2: a b p99 "
+                       r"declared twice"):
+        unresolved.load(f)
+    # the repository's own file reads
+    assert ("fs-noise", "preempt-rt-6.12", "p99") in unresolved.load()

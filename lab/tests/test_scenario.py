@@ -293,3 +293,22 @@ def test_a_background_program_the_guest_lacks_is_refused_before_a_build(
     with pytest.raises(LabError, match=r"background: 'stres-ng' is not a "
                        r"program in the guest"):
         guestbuild.check_background([bad])
+
+
+def test_a_scenario_asks_for_more_boots_and_gets_them_last(tmp_path):
+    from lab.run import matrix
+    few = scenario.parse(write(tmp_path, "description = x\nduration = 5\n",
+                               "few.scenario"))
+    many = scenario.parse(write(tmp_path, "description = x\nduration = 5\n"
+                                "boots = 4\n", "many.scenario"))
+    assert (few.boots, many.boots) == (0, 4)
+    runs = [(c.scenario.name, c.boot) for c in
+            matrix.plan(["v"], [few, many], boots=2)]
+    assert runs == [("few", 1), ("many", 1), ("few", 2), ("many", 2),
+                    ("many", 3), ("many", 4)]
+    # --boots above the scenario's: every cell gets --boots
+    assert len(matrix.plan(["v"], [few, many], boots=5)) == 10
+    with pytest.raises(LabError, match=r"s.scenario:3: boots must be a "
+                       r"whole number from 1 to 100, got '0'"):
+        scenario.parse(write(tmp_path, "description = x\nduration = 5\n"
+                             "boots = 0\n"))
