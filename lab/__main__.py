@@ -212,7 +212,9 @@ def cmd_power(args) -> int:
     folders = [replicate.report_folder(n) for n in args.reports]
     analyses = [json.loads((f / "data" / "analysis.json").read_text())
                 for f in folders]
-    rows = power.disagreement(analyses, args.boots, args.trials, args.seed)
+    cells = set(filter(None, args.cells.split(",")))
+    rows = power.disagreement(analyses, args.boots, args.trials, args.seed,
+                              cells)
     return _emit(power.text(rows, args.reports, args.boots, args.trials,
                             args.seed), args.out)
 
@@ -454,6 +456,8 @@ def parse_args(argv):
         help="boot counts, comma-separated (default 5,10,15)")
     pw.add_argument("--trials", type=positive, default=200)
     pw.add_argument("--seed", type=int, default=1)
+    pw.add_argument("--cells", default="", help="only these cells "
+                    "(scenario/variant, comma-separated)")
     pw.add_argument("--out", default="", help="also write the text here")
     pw.set_defaults(func=cmd_power)
     po = sub.add_parser(

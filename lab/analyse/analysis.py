@@ -207,7 +207,7 @@ def judge(out: dict, predicted: dict, declared: dict = None) -> dict:
             cmp = c["vs_baseline"].get(c["prediction"]["metric"],
                                        {"shown": "untested"})
             c["prediction"]["outcome"] = predictions.outcome(
-                c["prediction"]["expected"], cmp["shown"])
+                c["prediction"]["expected"], _tested(cmp))
     return out
 
 
@@ -269,13 +269,23 @@ def published_verdict(vs: dict) -> str:
     return "n.s." if word.startswith("small ") else word
 
 
+def _tested(cmp: dict) -> str:
+    """What a prediction is scored on: the shown verdict, or for a
+    comparison declared unresolved its test where that found nothing
+    (a prediction is not shown), else "unresolved" (neither confirmed
+    nor refuted)."""
+    if cmp["shown"] == "unresolved" and cmp["verdict"] == "n.s.":
+        return "n.s."
+    return cmp["shown"]
+
+
 def shown_verdict(cmp: dict, withheld_reason) -> str:
     """The verdict the report prints: the test's, unless withheld or
     declared unresolved."""
     if withheld_reason:
         return "withheld"
-    if cmp.get("unresolved"):
-        return "unresolved"         # a coin toss at this many boots
+    if cmp.get("unresolved") and cmp["verdict"] != "not enough boots":
+        return "unresolved"
     if cmp["verdict"] == "n.s." and cmp.get("p", 1) < stats.ALPHA \
             and abs(cmp["shift"]) <= cmp["spread"]:
         return "withheld (spread)"  # significant, within the base's spread

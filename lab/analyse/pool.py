@@ -14,7 +14,6 @@ Pooling buys power for effects that 5 boots leave borderline.  It does
 not make a run a replication of itself: a finding of the pool has no
 independent repeat until another run of the plan is pooled the same way.
 """
-from pathlib import Path
 
 from ..base.log import LabError
 from . import analysis, replicate
@@ -44,7 +43,7 @@ def load(folders: list) -> tuple:
     for got in loaded:
         for (_, _, boot), r in sorted(got.runs.items()):
             pooled.append(dict(r, boot=offset + boot,
-                               pooled_from={"report": Path(got.folder).name,
+                               pooled_from={"report": got.folder.name,
                                             "boot": boot}))
         offset += max(boot for _, _, boot in got.runs)
     return pooled, [got.an for got in loaded]

@@ -74,12 +74,14 @@ def finding_rate(variant: list, base: list, metric: str, boots: int,
 
 
 def disagreement(analyses: list, boots: tuple = (5, 10, 15),
-                 trials: int = 200, seed: int = 1) -> list:
+                 trials: int = 200, seed: int = 1, cells=()) -> list:
     """Per comparison: {cell, metric, boots: {n: P(finding)}} with the
-    variant's and base's boots measured."""
+    variant's and base's boots measured; only `cells` where given."""
     rng = np.random.default_rng(seed)
     rows = []
     for key, m, v, b in comparisons(analyses):
+        if cells and key not in cells:
+            continue
         rows.append({"cell": key, "metric": m, "measured": [len(v), len(b)],
                      "found": {n: finding_rate(v, b, m, n, trials, rng)
                                for n in boots}})
@@ -97,10 +99,13 @@ def text(rows: list, names: list, boots: tuple, trials: int,
     """The table: comparisons two runs disagree on with a chance of at
     least `shown` at any boot count, and the expected sum per pair."""
     head = " ".join(f"{f'P{n}':>5} {f'D{n}':>5}" for n in boots)
+    # a share p from t trials is known to about sqrt(p(1-p)/t)
     lines = [f"Boots resampled from: {', '.join(names)}",
              f"{trials} simulated runs per comparison and boot count "
              f"(seed {seed}); Pn: share of runs of n boots a cell in "
-             f"which it is a finding; Dn: chance two runs disagree.", "",
+             f"which it is a finding (give or take at most "
+             f"{0.5 / trials ** 0.5:.3f}, one standard error); Dn: "
+             f"chance two runs disagree.", "",
              f"{'cell':34} {'metric':24} {'boots':>7} {head}"]
     for r in rows:
         if max(disagree(p) for p in r["found"].values()) < shown:

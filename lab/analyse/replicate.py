@@ -72,7 +72,8 @@ def how_made(run: dict, phases: bool = True) -> dict:
     unknown = UNKNOWN
     return {
         "plan script": made.get("plan_sha256", "")[:12] or unknown,
-        "scenario file": hashlib.sha256(text.encode()).hexdigest()[:12]
+        "scenario file": hashlib.sha256(
+            _how_a_boot_runs(text).encode()).hexdigest()[:12]
         if text else unknown,
         "plan parameters": json.dumps(env, sort_keys=True),
         "kernel": run.get("kernel", {}).get("hash", "")[:12] or unknown,
@@ -87,6 +88,15 @@ def how_made(run: dict, phases: bool = True) -> dict:
         "lab commit": made.get("lab_commit") or unknown,
         "host CPU": run.get("qemu", {}).get("host_cpu", unknown),
     }
+
+
+def _how_a_boot_runs(scenario_text: str) -> str:
+    """A scenario file without what does not change a boot: comments,
+    blank lines and `boots` (how many boots a cell gets)."""
+    return "\n".join(
+        line.strip() for line in scenario_text.splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+        and line.split("=", 1)[0].strip() != "boots")
 
 
 def _stored(raw: bytes) -> dict:

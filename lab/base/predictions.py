@@ -33,11 +33,14 @@ def outcome(expected: str, verdict: str) -> str:
     confirmed: the predicted direction was found; refuted: the opposite
     direction, or a difference where none was predicted; not shown: no difference found where one
     was predicted; consistent: no difference found where none was
-    predicted (not proof of sameness with 5 boots); untested: withheld
-    or too few boots.
+    predicted (not proof of sameness with 5 boots); unresolved: a
+    comparison declared so (common/unresolved.txt) whose test found a
+    difference; untested: withheld or too few boots.
     """
     if verdict in ("lower", "higher"):
         return "confirmed" if verdict == expected else "refuted"
     if verdict == "n.s.":
         return "consistent" if expected == "same" else "not shown"
+    if verdict == "unresolved":
+        return "unresolved"
     return "untested"

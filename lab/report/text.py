@@ -311,7 +311,9 @@ def _verdict_word(vs, detail: bool = False) -> str:
         n, base = vs["boots"]
         return f"too few ({n})" if n < stats.MIN_BOOTS else \
             f"too few (base {base})"
-    if vs["shown"].startswith(("withheld", "n.s.", "unresolved")):
+    if vs["shown"] == "unresolved":
+        return f"unresolved (test: {vs['verdict']}, {stats.fmt_p(vs['p'])})"
+    if vs["shown"].startswith(("withheld", "n.s.")):
         return vs["shown"]
     return f"{vs['shown']} {effect(vs)}"
 

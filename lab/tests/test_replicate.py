@@ -234,37 +234,48 @@ def test_a_comparison_declared_unresolved_is_no_finding_in_any_run(
                 "cost": {}}
 
     def analysis(base):
-        return {"bases": {"baseline": "baseline", "mine": "baseline"},
+        return {"bases": {"baseline": "baseline", "stultz-v5": "baseline"},
                 "lead": {}, "withheld": {},
-                "cells": {"long/baseline": cell(base),
-                          "long/mine": cell([68, 67, 68, 69, 68])}}
+                "cells": {"fs-noise/baseline": cell(base),
+                          "fs-noise/stultz-v5": cell([68, 67, 68, 69, 68])}}
     high, mixed = [1100, 1096, 1150, 1018, 1203], [333, 72, 1049, 831, 61]
     declared = tmp_path / "unresolved.txt"
-    declared.write_text("# why\nlong mine p99 the base flips\n")
+    declared.write_text("# why\nfs-noise stultz-v5 p99 the base flips\n")
     monkeypatch.setattr(unresolved, "FILE", declared)
     a, b = (replicate.rejudged(analysis(x)) for x in (high, mixed))
-    got = [x["cells"]["long/mine"]["vs_baseline"]["p99"] for x in (a, b)]
+    got = [x["cells"]["fs-noise/stultz-v5"]["vs_baseline"]["p99"]
+           for x in (a, b)]
     assert [g["verdict"] for g in got] == ["lower", "n.s."]
     assert [g["shown"] for g in got] == ["unresolved", "unresolved"]
     assert got[0]["unresolved"] == "the base flips"
-    assert ("long/mine", "p99", "unresolved", "unresolved") in \
+    assert ("fs-noise/stultz-v5", "p99", "unresolved", "unresolved") in \
         replicate.verdicts(a, b)
     # undeclared, the same two runs disagree on a finding
     declared.write_text("")
     a, b = (replicate.rejudged(analysis(x)) for x in (high, mixed))
-    assert ("long/mine", "p99", "lower", "n.s.") in replicate.verdicts(a, b)
+    assert ("fs-noise/stultz-v5", "p99", "lower", "n.s.") in \
+        replicate.verdicts(a, b)
 
 
 def test_a_bad_declaration_names_its_file_and_line(tmp_path):
     from lab.base import unresolved
     f = tmp_path / "unresolved.txt"
-    f.write_text("# c\nfs-noise rt p99 flips\nfs-noise rt p98 typo\n")
-    with pytest.raises(LabError, match=r"unresolved.txt:3: expected "
-                       r"'scenario variant metric why' with a metric"):
-        unresolved.load(f)
-    f.write_text("a b p99 x\na b p99 y\n")
-    with pytest.raises(LabError, match=r"unresolved.txt:2: a b p99 "
-                       r"declared twice"):
-        unresolved.load(f)
+    for text, why in [
+            ("# c\nfs-noise zijlstra p99 flips\nfs-noise zijlstra p98 x\n",
+             r"unresolved.txt:3: expected 'scenario variant metric why' "
+             r"with a metric"),
+            ("fs-noise zijlstra p99 x\nfs-noise zijlstra p99 y\n",
+             r"unresolved.txt:2: fs-noise zijlstra p99 declared twice"),
+            ("fs-noise zijlstr p99 typo\n",
+             r"unresolved.txt:1: no variant 'zijlstr' under variants/"),
+            ("fs-nois zijlstra p99 typo\n",
+             r"unresolved.txt:1: no scenario 'fs-nois' under "
+             r"common/scenarios/")]:
+        f.write_text(text)
+        with pytest.raises(LabError, match=why):
+            unresolved.load(f)
+    # a sweep's rate is named after its file
+    f.write_text("nic-sweep-10k zijlstra p99 x\n")
+    assert unresolved.load(f)
     # the repository's own file reads
     assert ("fs-noise", "preempt-rt-6.12", "p99") in unresolved.load()

@@ -331,3 +331,20 @@ def test_benjamini_hochberg_against_a_hand_computed_example():
     # a step-up: the larger p's bound carries down to a smaller one
     assert stats.bh_adjust([0.02, 0.021]) == pytest.approx([0.021, 0.021])
     assert stats.bh_adjust([]) == []
+
+
+def test_an_unresolved_comparison_scores_its_prediction_on_a_null_test():
+    from lab.analyse import analysis
+    from lab.base import predictions
+    declared = {"verdict": "n.s.", "unresolved": "flips", "p": 0.4}
+    declared["shown"] = analysis.shown_verdict(declared, "")
+    assert declared["shown"] == "unresolved"
+    # nothing found: the prediction is not shown, as for any n.s.
+    assert predictions.outcome("lower", analysis._tested(declared)) == \
+        "not shown"
+    found = dict(declared, verdict="lower")
+    assert predictions.outcome("lower", analysis._tested(found)) == \
+        "unresolved"
+    # too few boots says so, declared or not
+    few = {"verdict": "not enough boots", "unresolved": "flips"}
+    assert analysis.shown_verdict(few, "") == "not enough boots"
