@@ -200,7 +200,10 @@ def _summary(runs: list, a: dict) -> list:
                 f"Not as in an earlier run of this plan: "
                 f"{_n(distinct, 'finding')} (replicate-*.md).", 0))
         else:
-            lines.append(f"Every finding as in {names} (the same plan).")
+            lines.append((f"Every finding as in {names} (the same plan).",
+                          f"Every finding as in the "
+                          f"{_n(len(rep['reports']), 'earlier run')} of "
+                          f"this plan (replicate-*.md).", 0))
     ranks = sorted(line[2] for line in lines if isinstance(line, tuple))
 
     def wrapped(short: int) -> list:

@@ -625,3 +625,26 @@ def test_a_traced_boot_has_room_for_a_slow_trace_phase(tmp_path):
                     description="x", duration=60, trace=100,
                     trace_duration=10)
     assert matrix.Cell(v, long, 1).expected_seconds() == 60 + 10 + 8
+
+
+def test_a_summary_with_every_kind_of_line_and_many_repeats_fits():
+    """Findings, n.s., unresolved, predictions and five earlier repeats
+    (run K of the default matrix) still fit in the summary's lines."""
+    names = ["base", *(f"v{i}" for i in range(5))]
+    cells = {}
+    for i, v in enumerate(names[1:]):
+        for j, scen in enumerate(f"scen-{k}" for k in range(12)):
+            shown = ["lower", "n.s.", "n.s.", "unresolved"][(i + j) % 4]
+            cells[f"{scen}/{v}"] = {"boots": [1] * (5 + 5 * (j == 0)),
+                                    "vs_baseline": {"p99": {
+                                        "shown": shown, "ratio": 0.5}},
+                                    "prediction": {"outcome": "consistent"}}
+    a = {"variants": names, "scenarios": [f"scen-{k}" for k in range(12)],
+         "cells": cells, "withheld": {}, "bases": {v: "base" for v in names},
+         "replication": {"differ": [], "reports": [
+             f"2026-12-06-run-{x}" for x in "abcde"]}}
+    run = {"accel": "tcg", "qemu": {"accel": {"name": "icount-3-slice20",
+                                              "args": []}}}
+    out = " ".join(x.strip() for x in report_text._summary([run], a))
+    assert "Unresolved" in out
+    assert "Every finding as in the 5 earlier runs of this plan" in out
