@@ -19,7 +19,7 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..base import figures, metrics, paths
+from ..base import figures, metrics, paths, unresolved
 from ..analyse.analysis import published_verdict
 from ..base.log import LabError
 
@@ -116,7 +116,10 @@ def judge(analysis: dict, again: list, variant: str, col: Column) -> dict:
     vs = c.get("vs_baseline", {}).get(col.metric)    # vs the row's base
     if not vs:
         return {"text": "-", "score": None}
-    word = published_verdict(vs)
+    # a comparison declared unresolved is one whichever report it is
+    # read from, however that report printed it
+    word = "unresolved" if (col.scenario, variant, col.metric) in \
+        unresolved.load() else published_verdict(vs)
     others = [published_verdict(o) if o else None for o in (
         other["cells"].get(f"{col.scenario}/{variant}", {}).get(
             "vs_baseline", {}).get(col.metric) for other in again)]

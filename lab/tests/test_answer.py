@@ -82,3 +82,15 @@ def test_the_picture_is_drawn_from_the_same_cells(tmp_path):
     scored = [x for line in cells for x in line if x["score"] is not None]
     assert all((x["score"] > 0) == x["text"].startswith("better")
                for x in scored)
+
+
+def test_a_comparison_declared_unresolved_reads_so_from_any_report(
+        monkeypatch):
+    col = answer.Column("x", "r", "s", "p99", again=("r2",))
+    monkeypatch.setattr(answer.unresolved, "load",
+                        lambda path=None: {("s", "mine", "p99"): "flips"})
+    # printed "lower" by a report older than the declaration
+    assert answer.cell(analysis("lower", 0.02), [analysis("n.s.", 1.0)],
+                       "mine", col) == "unresolved"
+    assert answer.cell(analysis("n.s.", 1.0), [analysis("lower", 0.02)],
+                       "mine", col) == "unresolved (lower in 1 of 1 other runs)"
