@@ -352,7 +352,7 @@ def parse_args(argv):
         "run", help="run the matrix (resumable), then write the report"))
     r.add_argument("--boots", type=positive, default=stats.MIN_BOOTS,
                    help="boots per cell (default %(default)s: the fewest "
-                   "that give a verdict)")
+                   "that give a verdict; a scenario's `boots` asks more)")
     r.add_argument("--jobs", type=positive, default=os.cpu_count() or 1,
                    help="guests run at once (default: the host's cores, "
                    "%(default)s)")

@@ -162,18 +162,19 @@ def _summary(runs: list, a: dict) -> list:
         # the list is in the per-scenario rows; a count keeps the summary
         # whole within its lines
         lines.append(f"No difference detected in {others} (n.s. below).")
+    def listed(pairs, long, short):
+        """A line naming the comparisons, or in short their count."""
+        return (f"{long}: " + _by_scenario(
+            pairs, a["variants"], set(a["bases"].values())) + ".",
+            f"{short}: {len(pairs)} comparisons, marked below.", 2)
     if fdr:
-        lines.append(("Significant alone, not among the report's "
-                      "comparisons (withheld (FDR)): " + _by_scenario(
-                          fdr, a["variants"], set(a["bases"].values()))
-                      + ".", f"Withheld (FDR): {len(fdr)} comparisons, "
-                      f"marked below.", 2))
+        lines.append(listed(fdr, "Significant alone, not among the "
+                            "report's comparisons (withheld (FDR))",
+                            "Withheld (FDR)"))
     if toss:
-        lines.append(("Unresolved at this many boots (declared, "
-                      "common/unresolved.txt): " + _by_scenario(
-                          toss, a["variants"], set(a["bases"].values()))
-                      + ".", f"Unresolved: {len(toss)} comparisons, "
-                      f"marked below.", 2))
+        lines.append(listed(toss, "Unresolved at this many boots "
+                            "(declared, common/unresolved.txt)",
+                            "Unresolved"))
     if few:
         lines.append("Too few boots: " + _by_scenario(
             few, a["variants"], set(a["bases"].values())) + ".")
