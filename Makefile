@@ -31,7 +31,7 @@ LAVA_LOCAL = lava-server lava-dispatcher lavacli postgresql
 
 .PHONY: all lab compare check test deps deps-lava lava-local lava-local-down \
 	variants health accel clean help variant mail replicate power pool attribute \
-	check-all qemu-deb
+	check-all qemu-deb calibrate
 
 all: help
 
@@ -51,6 +51,7 @@ help:
 	@echo "make replicate A=r B=s  two reports: made alike? verdicts agree?"
 	@echo "make pool REPORTS=\"r s\" NAME=n  repeat reports of one plan, boots together"
 	@echo "make power REPORTS=\"r s\"  how often two runs would disagree, at 5/10/15 boots"
+	@echo "make calibrate REPORTS=\"r s\"  the rules' error rates: false findings, sensitivity"
 	@echo "make attribute VARIANT=v SCENARIOS=x,y  which patch of v's series"
 	@echo "               brings each effect (every prefix run)"
 	@echo "make deps      install the Debian packages the lab needs"
@@ -113,6 +114,12 @@ replicate:
 # comparison, at 5, 10 and 15 boots a cell (lab/docs/statistics.md).
 power:
 	@$(LAB) power $(REPORTS)
+
+# The verdict rules' measured error rates over these reports: false
+# findings (relabelled boots, the A/A control) and sensitivity (injected
+# and real known effects); NAME=n also writes reports/<date>-n/.
+calibrate:
+	@$(LAB) calibrate $(REPORTS) $(if $(filter-out lab,$(NAME)),--name "$(NAME)")
 
 # Repeat reports of one plan as one report of all their boots.
 pool:

@@ -15,6 +15,7 @@ except ImportError as missing:
 import argparse
 import dataclasses
 import os
+import shlex
 import signal
 
 from pathlib import Path
@@ -181,9 +182,9 @@ def _report_of(name: str, tmp: Path) -> str:
             raise
     out = tmp / root.resolve().name
     info(f"{root}: a results folder; its report first, into {out}")
-    descriptions, busy, lead = _scenario_facts()
+    descriptions, busy, lead, tail = _scenario_facts()
     publish.write(root, out, descriptions, f"python3 -m lab compare "
-                 f"--results {root}", busy=busy, lead=lead)
+                 f"--results {root}", busy=busy, lead=lead, tail=tail)
     return str(out)
 
 
@@ -219,15 +220,53 @@ def cmd_power(args) -> int:
                             args.seed), args.out)
 
 
+def cmd_calibrate(args) -> int:
+    import json
+    from .analyse import analysis, calibrate, replicate
+    from .base import store
+    folders = [replicate.report_folder(n) for n in args.reports]
+    analyses = [analysis.with_derived(json.loads(
+        (f / "data" / "analysis.json").read_text())) for f in folders]
+    tail = _scenario_facts()[3]
+    for an in analyses:
+        # reports made before a scenario declared its tail metrics are
+        # judged on them as today's scenario files declare them
+        an.setdefault("tail", {s: tail[s] for s in an["scenarios"]
+                               if s in tail})
+    result = calibrate.run(analyses, [f.name for f in folders], args.trials,
+                           args.seed)
+    command = " ".join(["python3 -m lab calibrate", *args.reports,
+                        "--trials", str(args.trials), "--seed",
+                        str(args.seed)] + (["--name", args.name]
+                                           if args.name else []))
+    text = calibrate.text(result, command)
+    if args.name:
+        out = publish.default_folder(args.name)
+        (out / "data").mkdir(parents=True, exist_ok=True)
+        store.write_json(out / "data" / "calibration.json", result)
+        (out / "README.md").write_text(text)
+        info(f"written to {out}")
+    print(text, end="")
+    return 0
+
+
 def cmd_pool(args) -> int:
     from .analyse import pool, replicate
     folders = [replicate.report_folder(n) for n in args.reports]
-    runs, analyses = pool.load(folders)
-    descriptions, busy, lead = _scenario_facts()
-    a = pool.analyse(runs, analyses, busy, lead)
+    alike = tuple(k.strip() for k in args.alike.split(",") if k.strip())
+    if alike and not args.because.strip():
+        raise LabError("pool: --alike needs --because: why those "
+                       "differences do not change the measurement")
+    runs, analyses = pool.load(folders, alike)
+    descriptions, busy, lead, tail = _scenario_facts()
+    a = pool.analyse(runs, analyses, busy, lead, tail,
+                     {"keys": list(alike), "because": args.because.strip()}
+                     if alike else None)
     out = publish.default_folder(args.name)
-    command = " ".join(["python3 -m lab pool", *args.reports,
-                        "--name", args.name])
+    command = shlex.join(["python3", "-m", "lab", "pool", *args.reports,
+                          "--name", args.name] +
+                         (["--alike", ",".join(alike), "--because",
+                           args.because.strip()] if alike else []))
     publish.write_analysed(runs, a, out, descriptions, command)
     return _published(out)
 
@@ -253,13 +292,13 @@ def cmd_attribute(args) -> int:
     variant = variants.select(args.variant)[0]
     out = Path(args.out) if args.out else publish.default_folder(
         args.name or f"attribute-{variant.name}")
-    descriptions, busy, lead = _scenario_facts()
+    descriptions, busy, lead, tail = _scenario_facts()
     command = _command(args, "scenarios", "boots", "jobs",
                        "out" if args.out else "name").replace(
         "lab attribute", f"lab attribute {variant.name}", 1)
     text = attribute.run(variant, scenario.select(args.scenarios),
                          args.boots, runners.module("local").make(args),
-                         out, command, descriptions, busy, lead)
+                         out, command, descriptions, busy, lead, tail)
     if out.resolve().parent == report_index.REPORTS:
         report_index.write()
     print(text, end="")
@@ -273,20 +312,22 @@ def cmd_reports_index(args) -> int:
 
 
 def _scenario_facts() -> tuple:
-    """(descriptions, both-busy scenarios, lead metrics) of every
-    scenario: what a report needs from the scenario files."""
+    """(descriptions, both-busy scenarios, lead metrics, tail metrics)
+    of every scenario: what a report needs from the scenario files."""
     every = scenario.discover()
     return ({s.name: s.description for s in every},
             {s.name for s in every if s.both_busy},
-            {s.name: s.lead for s in every})
+            {s.name: s.lead for s in every},
+            {s.name: list(s.tail) for s in every if s.tail})
 
 
 def _report(args, root, names, scens) -> int:
     out = Path(args.out) if args.out else publish.default_folder(args.name)
-    descriptions, busy, lead = _scenario_facts()
+    descriptions, busy, lead, tail = _scenario_facts()
     command = _command(args, "variants", "scenarios", "boots", "jobs",
                        "results", "out" if args.out else "name")
-    publish.write(root, out, descriptions, command, names, scens, busy, lead)
+    publish.write(root, out, descriptions, command, names, scens, busy, lead,
+                  tail)
     return _published(out)
 
 
@@ -460,6 +501,20 @@ def parse_args(argv):
                     "(scenario/variant, comma-separated)")
     pw.add_argument("--out", default="", help="also write the text here")
     pw.set_defaults(func=cmd_power)
+    ca = sub.add_parser(
+        "calibrate", help="the verdict rules' error rates: false "
+        "findings and sensitivity", description="Score every rule of "
+        "lab/base/stats.py on false findings (boots relabelled within "
+        "their run; the A/A control) and on sensitivity (known effects "
+        "injected into resampled boots; the known-effect control) "
+        "(lab/analyse/calibrate.py).")
+    ca.add_argument("reports", nargs="+", help="report folders or their "
+                    "names under reports/")
+    ca.add_argument("--trials", type=positive, default=100)
+    ca.add_argument("--seed", type=int, default=1)
+    ca.add_argument("--name", default="", help="also write "
+                    "reports/<date>-NAME/ (README.md, data/calibration.json)")
+    ca.set_defaults(func=cmd_calibrate)
     po = sub.add_parser(
         "pool", help="repeat reports of one plan as one report: their "
         "boots together", description="Read the reports' data/, refuse "
@@ -471,6 +526,12 @@ def parse_args(argv):
     po.add_argument("reports", nargs="+", help="report folders or their "
                     "names under reports/, the first one's traces used")
     po.add_argument("--name", required=True, help="the report's name")
+    po.add_argument("--alike", default="", help="differences in how the "
+                    "reports were made that do not change the measurement "
+                    "(comma-separated: plan script, initramfs, ...); needs "
+                    "--because")
+    po.add_argument("--because", default="", help="why they do not: the "
+                    "report prints it")
     po.set_defaults(func=cmd_pool)
     tl = sub.add_parser(
         "trace-length", help="would shorter trace phases explain the "

@@ -29,7 +29,8 @@ def subject(patch: Path) -> str:
 
 
 def run(variant: Variant, scenarios: list, boots: int, runner, out: Path,
-        command: str, descriptions: dict, busy: set, lead: dict) -> str:
+        command: str, descriptions: dict, busy: set, lead: dict,
+        tail: dict) -> str:
     """Build and run every prefix, write the report and attribution.md
     into `out`; return attribution.md's text."""
     work = paths.BUILD_DIR / "attribute" / variant.name
@@ -42,7 +43,7 @@ def run(variant: Variant, scenarios: list, boots: int, runner, out: Path,
     matrix.run(chosen, scenarios, boots, root, runner=runner)
     publish.write(root, out, descriptions, command,
                   [v.name for v in chosen], [s.name for s in scenarios],
-                  busy, lead)
+                  busy, lead, tail)
     a = json.loads((out / "data" / "analysis.json").read_text())
     rows = attribution.table(a, steps)
     text = (f"# Which patch of {variant.name} brings each effect\n\n"

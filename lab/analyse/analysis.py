@@ -85,10 +85,11 @@ def probe_summary(rs: list):
 
 def analyse(runs: list, traces: dict = None, predicted: dict = None,
             busy: set = frozenset(), lead: dict = None,
-            withheld: dict = None) -> dict:
+            withheld: dict = None, tail: dict = None) -> dict:
     """Per cell: each boot's values; per variant: verdicts on them.
     `withheld`: scenarios withheld for reasons found elsewhere (a pool's
-    other reports), beside those the traces give.  Runs pooled from
+    other reports), beside those the traces give; `tail`: {scenario:
+    the per-boot metrics judged beside its lead}.  Runs pooled from
     several reports (`pooled_from`, lab/analyse/pool.py) are compared
     within their own report (`runs` in the cell, the strata).
 
@@ -123,6 +124,13 @@ def analyse(runs: list, traces: dict = None, predicted: dict = None,
     out = {"variants": variants, "bases": bases, "scenarios": scenarios,
            # the latency metric each scenario's rows and summary lead with
            "lead": {s: (lead or {}).get(s, "p99") for s in scenarios},
+           "tail": {s: list((tail or {})[s]) for s in scenarios
+                    if (tail or {}).get(s)},
+           # the A/A and known-effect controls: {variant: its
+           # handler_scale, "" for none}
+           "controls": {r["variant"]: r["variant_conf"].get(
+               "handler_scale", "") for r in runs
+               if r.get("variant_conf", {}).get("role") == "control"},
            "cells": {},
            "probe_args": {r["scenario"]: r.get("plan_env", {}).get(
                "PROBE_ARGS", "") for r in ok},
@@ -138,8 +146,8 @@ def analyse(runs: list, traces: dict = None, predicted: dict = None,
     for (scen, var), rs in sorted(by_cell.items()):
         free = sorted((r for r in rs if r["affinity"]["as_asked"]),
                       key=lambda r: r["boot"])
-        per_boot = {m: [r["boot_values"][m] for r in free]
-                    for m in BOOT_METRICS}
+        values = [stats.with_derived(r["boot_values"]) for r in free]
+        per_boot = {m: [b[m] for b in values] for m in BOOT_METRICS}
         cost = {}
         for r in free:
             for m, v in cost_values(r).items():
@@ -177,15 +185,15 @@ def judge(out: dict, predicted: dict, declared: dict = None) -> dict:
             if var != "baseline" and across:
                 c["vs_other_generation"] = _compare(
                     "p99", c["per_boot"]["p99"], across["per_boot"]["p99"],
-                    _strata(c, across))
+                    strata(c, across))
             continue
         base = out["cells"].get(f"{scen}/{bases[var]}")
         if not base:
             continue
-        strata = _strata(c, base)
-        vs = {m: _compare(m, c["per_boot"][m], base["per_boot"][m], strata)
+        strata_ = strata(c, base)
+        vs = {m: _compare(m, c["per_boot"][m], base["per_boot"][m], strata_)
               for m in BOOT_METRICS}
-        vs.update({m: _compare(m, v, base["cost"][m], strata)
+        vs.update({m: _compare(m, v, base["cost"][m], strata_)
                    for m, v in c["cost"].items() if m in base["cost"]})
         for m, cmp in vs.items():
             if (scen, var, m) in declared:
@@ -194,6 +202,7 @@ def judge(out: dict, predicted: dict, declared: dict = None) -> dict:
         p = predicted.get((scen, var))
         if p:
             c["prediction"] = dict(p)
+    out["rule"] = stats.RULE.name
     family = printed_family(out)
     for cmp, q in zip(family, stats.bh_adjust([x["p"] for x in family])):
         cmp["q"] = q
@@ -219,21 +228,54 @@ def printed_family(a: dict) -> list:
     p99 against baseline."""
     family = {}
     for key, c in a["cells"].items():
-        scen = key.split("/")[0]
-        lead = lead_of(a, scen)
         vs = c.get("vs_baseline", {})
-        names = {lead, *c["cost"]}
-        if lead != "p99":
-            names |= set(TAIL_METRICS)
-        if "prediction" in c:
-            names.add(c["prediction"]["metric"])
-        chosen = [vs[m] for m in sorted(names) if m in vs]
+        chosen = [vs[m] for m in printed_metrics(a, key) if m in vs]
         if "vs_other_generation" in c:
             chosen.append(c["vs_other_generation"])
         for cmp in chosen:
             if "p" in cmp:
                 family[id(cmp)] = cmp
     return list(family.values())
+
+
+def with_derived(a: dict) -> dict:
+    """A published analysis with each cell's derived per-boot metrics
+    (of_boot) filled in where its report predates them; the same
+    dict."""
+    for c in a["cells"].values():
+        per_boot = c.get("per_boot", {})
+        if not per_boot or not all(per_boot.values()):
+            continue
+        n = len(next(iter(per_boot.values())))
+        boots = [stats.with_derived({m: vs[i] for m, vs in per_boot.items()})
+                 for i in range(n)]
+        for m in BOOT_METRICS:
+            if m not in per_boot and all(m in b for b in boots):
+                per_boot[m] = [b[m] for b in boots]
+    return a
+
+
+def printed_metrics(a: dict, key: str) -> list:
+    """The metrics a report prints of a compared cell: its scenario's
+    lead, the tail metrics judged beside it, every cost metric and a
+    predicted metric."""
+    scen = key.split("/")[0]
+    c = a["cells"][key]
+    names = {*judged_tail(a, scen), *c["cost"]}
+    if "prediction" in c:
+        names.add(c["prediction"]["metric"])
+    return sorted(names)
+
+
+def judged_tail(a: dict, scen: str) -> list:
+    """A scenario's lead metric, then those judged beside it: the tail
+    quantiles where the lead is not p99, and the scenario's own tail
+    metrics (`tail`: a tail with two modes)."""
+    lead = lead_of(a, scen)
+    beside = [m for m in TAIL_METRICS if m != lead] if lead != "p99" \
+        else []
+    return [lead] + beside + [m for m in a.get("tail", {}).get(scen, ())
+                              if m != lead and m not in beside]
 
 
 BOOT_METRICS = [m.name for m in metrics.LATENCY]
@@ -249,10 +291,10 @@ def _compare(metric: str, variant: list, base: list,
              strata: tuple = None) -> dict:
     m = metrics.get(metric)
     return stats.compare(variant, base, m.better, m.min_effect, m.min_level,
-                         strata)
+                         strata, binary=m.unit == "boots")
 
 
-def _strata(cell: dict, base: dict):
+def strata(cell: dict, base: dict):
     """The run each boot of two pooled cells came from (`runs`, set by
     lab/analyse/pool.py), or None for one run's cells."""
     if "runs" in cell and "runs" in base:
@@ -286,12 +328,15 @@ def shown_verdict(cmp: dict, withheld_reason) -> str:
         return "withheld"
     if cmp.get("unresolved") and cmp["verdict"] != "not enough boots":
         return "unresolved"
-    if cmp["verdict"] == "n.s." and cmp.get("p", 1) < stats.ALPHA \
-            and abs(cmp["shift"]) <= cmp["spread"]:
+    if stats.RULE.spread and cmp["verdict"] == "n.s." and \
+            cmp.get("p", 1) < stats.RULE.alpha and \
+            abs(cmp["shift"]) <= cmp["spread"]:
         return "withheld (spread)"  # significant, within the base's spread
     if cmp["verdict"].split()[-1] in ("lower", "higher") and \
             cmp.get("q", 0) >= stats.FDR:
         return "withheld (FDR)"     # significant alone, not in its family
+    if cmp["verdict"] == "n.s." and cmp.get("same"):
+        return "same"               # shown alike, within the margin
     return cmp["verdict"]
 
 

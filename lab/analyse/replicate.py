@@ -35,6 +35,11 @@ PER_BOOT = {"PHASE_SEED", "PHASE_US", "BG_PHASE_US"}
 # (lab/run/scenario.py, plan_env's `explained`): a boot with them and a
 # boot without are made alike; two boots with them must agree
 EXPLAINING = {"PROBE_ARGS", "PROBE_MODULE_ARGS", "TRACE", "TIMERLAT"}
+# their parameters, set in every boot's plan but used by an explained
+# one only, and the scenario keys that give them
+EXPLAINING_ONLY = EXPLAINING | {"TRACE_DURATION"}
+EXPLAINING_KEYS = {"probe", "probe_module", "trace", "trace_duration",
+                   "timerlat"}
 # what makes two runs the same measurement, and what is only noted
 PLAN_KEYS = ("plan script", "scenario file", "plan parameters", "kernel",
              "initramfs", "QEMU build", "setting", "guest size")
@@ -61,19 +66,24 @@ def explained(run: dict) -> bool:
     return any(run.get("plan_env", {}).get(k) for k in EXPLAINING)
 
 
-def how_made(run: dict, phases: bool = True) -> dict:
+def how_made(run: dict, phases: bool = True,
+             measurement: bool = False) -> dict:
     """The run's provenance, key by key (PLAN_KEYS, NOTE_KEYS); "not
     recorded" where its report predates the record.  Without `phases`,
-    the plan parameters leave the explaining phases out."""
+    the plan parameters leave the explaining phases out; with
+    `measurement` the scenario file and the plan parameters say only how
+    the measurement ran (what a pool reads of a boot)."""
     made = run.get("made", {})
+    left_out = PER_BOOT | (EXPLAINING_ONLY if measurement else
+                           set() if phases else EXPLAINING)
     env = {k: v for k, v in run.get("plan_env", {}).items()
-           if k not in PER_BOOT and (phases or k not in EXPLAINING)}
+           if k not in left_out}
     text = made.get("scenario_text", "")
     unknown = UNKNOWN
     return {
         "plan script": made.get("plan_sha256", "")[:12] or unknown,
-        "scenario file": hashlib.sha256(
-            _how_a_boot_runs(text).encode()).hexdigest()[:12]
+        "scenario file": hashlib.sha256(_how_a_boot_runs(
+            text, measurement).encode()).hexdigest()[:12]
         if text else unknown,
         "plan parameters": json.dumps(env, sort_keys=True),
         "kernel": run.get("kernel", {}).get("hash", "")[:12] or unknown,
@@ -90,13 +100,23 @@ def how_made(run: dict, phases: bool = True) -> dict:
     }
 
 
-def _how_a_boot_runs(scenario_text: str) -> str:
+def _how_a_boot_runs(scenario_text: str, measurement: bool = False) -> str:
     """A scenario file without what does not change a boot: comments,
-    blank lines and `boots` (how many boots a cell gets)."""
+    blank lines, and the keys that say which matrix runs it and how its
+    boots are counted and judged (NOT_HOW_A_BOOT_RUNS); with
+    `measurement`, the explaining phases' keys too."""
+    left_out = NOT_HOW_A_BOOT_RUNS | (EXPLAINING_KEYS if measurement
+                                      else set())
     return "\n".join(
         line.strip() for line in scenario_text.splitlines()
         if line.strip() and not line.lstrip().startswith("#")
-        and line.split("=", 1)[0].strip() != "boots")
+        and line.split("=", 1)[0].strip() not in left_out)
+
+
+# scenario keys that say whether the default matrix runs a scenario,
+# how many boots a cell gets, and the metrics its report leads with and
+# judges beside the lead: not how one boot runs
+NOT_HOW_A_BOOT_RUNS = {"default", "boots", "lead", "tail"}
 
 
 def _stored(raw: bytes) -> dict:
@@ -164,14 +184,17 @@ def load(folder: Path, an: dict = None) -> Loaded:
 UNKNOWN = "not recorded"
 
 
-def differences(a: dict, b: dict) -> dict:
+def differences(a: dict, b: dict, measurement: bool = False) -> dict:
     """{key: [(cell, value in A, value in B)]} over the runs both hold:
     where they differ, or where either side did not record it (the same
-    cannot be shown then)."""
+    cannot be shown then).  With `measurement`, only what the
+    measurement depends on (a pool's question: the explaining phases
+    run after it)."""
     out = defaultdict(list)
     for cell in sorted(set(a) & set(b)):
         phases = explained(a[cell]) and explained(b[cell])
-        ma, mb = how_made(a[cell], phases), how_made(b[cell], phases)
+        ma, mb = (how_made(r, phases, measurement) for r in (a[cell],
+                                                             b[cell]))
         for key in PLAN_KEYS + NOTE_KEYS:
             if ma[key] != mb[key] or UNKNOWN in (ma[key], mb[key]):
                 out[key].append((cell, ma[key], mb[key]))
@@ -183,11 +206,11 @@ def rejudged(a: dict) -> dict:
     current rules (analysis.judge), so that two reports made under
     different rules compare alike; one too old for today's rules (no
     `bases`, or a cell without its values) keeps its printed verdicts."""
-    if not ("bases" in a and "withheld" in a and all(
+    fresh = analysis.with_derived(copy.deepcopy(a))
+    if not ("bases" in fresh and "withheld" in fresh and all(
             set(analysis.BOOT_METRICS) <= set(c.get("per_boot", ()))
-            and "cost" in c for c in a["cells"].values())):
+            and "cost" in c for c in fresh["cells"].values())):
         return a
-    fresh = copy.deepcopy(a)
     for c in fresh["cells"].values():
         for k in ("vs_baseline", "vs_other_generation", "prediction"):
             c.pop(k, None)
@@ -229,11 +252,13 @@ def shared_runs(a: dict, b: dict) -> list:
     return [c for c in sorted(a) if (c[0], c[1], seed(a[c])) in in_b]
 
 
-def is_repeat(a: dict, b: dict) -> bool:
-    """Runs of A and B: some in common, all made the same way, none the
-    same run."""
+def is_repeat(a: dict, b: dict, measurement: bool = False,
+              alike: tuple = ()) -> bool:
+    """Runs of A and B: some in common, all made the same way (but for
+    the keys `alike`, declared to measure alike), none the same run."""
     return bool(set(a) & set(b)) and not shared_runs(a, b) and not any(
-        k in PLAN_KEYS for k in differences(a, b))
+        k in PLAN_KEYS and k not in alike
+        for k in differences(a, b, measurement))
 
 
 def earlier_repeats(here: Loaded) -> list:

@@ -36,6 +36,9 @@ class Metric:
     meaning: str
     # a boot's value from its sorted latencies (cyclictest metrics)
     of_samples: Callable = None
+    # or from the boot's other values ({name: value}): a metric derived
+    # from one every stored run has, so published runs get it too
+    of_boot: Callable = None
     # the smallest difference that counts as an effect, in the unit: a
     # shift below it gets no verdict whatever p says (default: the
     # unit's, FLOORS)
@@ -55,7 +58,8 @@ class Metric:
 # resolution; shares of samples: 0.1 percentage point; rates: about the
 # rounding of the counters over a 10 s measurement.
 FLOORS = {"us": 5.0, "share": 0.001, "%": 0.5, "MB/s": 0.5,
-          "Mbit/s": 5.0, "kpps": 0.5, "exits": 1.0, "runs/s": 0.5}
+          "Mbit/s": 5.0, "kpps": 0.5, "exits": 1.0, "runs/s": 0.5,
+          "boots": 0.1}
 
 
 def nearest_rank(sorted_values: np.ndarray, q: float) -> float:
@@ -80,6 +84,12 @@ def tail_quantile(sorted_values: np.ndarray, q: float) -> float:
     return nearest_rank(sorted_values, q)
 
 
+def _over(value: float, limit: float) -> float:
+    """1 where a boot's value is over the limit, 0 where not, NaN where
+    the boot has none."""
+    return float(value > limit) if value == value else float("nan")
+
+
 def _share_over_1ms(s: np.ndarray) -> float:
     return float(np.mean(s > 1000)) if len(s) else float("nan")
 
@@ -101,6 +111,14 @@ LATENCY = [
            lambda s: nearest_rank(s, 1.0)),
     Metric("over_1ms", "share", "lower", "cyclictest",
            "share of samples over 1 ms", _share_over_1ms),
+    # A tail with two modes (a boot's p99 near 70 us or near 1 ms, as
+    # 6.1's and 6.12's under filesystem noise): whether a boot is in the
+    # high mode, so that a kernel that removes the mode is seen; a cell's
+    # value is the share of its boots.  200 us: over the low mode of
+    # every kernel in idle and fs-noise (49-132 us), under the high one.
+    Metric("p99_over_200us", "boots", "lower", "cyclictest",
+           "boots whose p99 is over 200 us (the tail's high mode)",
+           of_boot=lambda b: _over(b["p99"], 200)),
     Metric("missed", "share", "lower", "cyclictest",
            "periods cyclictest skipped, of those due"),
 ]

@@ -30,15 +30,19 @@ def load(path: Path = FILE) -> dict:
 def outcome(expected: str, verdict: str) -> str:
     """What a comparison's verdict says of a prediction.
 
-    confirmed: the predicted direction was found; refuted: the opposite
-    direction, or a difference where none was predicted; not shown: no difference found where one
-    was predicted; consistent: no difference found where none was
+    confirmed: the predicted direction was found, or the kernels shown
+    alike (an equivalence interval, "same") where that was predicted;
+    refuted: the opposite direction, a difference where none was
+    predicted, or kernels shown alike where a difference was; not
+    shown: no difference found where one was predicted; consistent: no difference found where none was
     predicted (not proof of sameness with 5 boots); unresolved: a
     comparison declared so (common/unresolved.txt) whose test found a
     difference; untested: withheld or too few boots.
     """
     if verdict in ("lower", "higher"):
         return "confirmed" if verdict == expected else "refuted"
+    if verdict == "same":
+        return "confirmed" if expected == "same" else "refuted"
     if verdict == "n.s.":
         return "consistent" if expected == "same" else "not shown"
     if verdict == "unresolved":

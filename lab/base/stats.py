@@ -33,6 +33,7 @@ where q < FDR as well.
 """
 import functools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats as sps
@@ -44,6 +45,12 @@ FDR = 0.05              # Benjamini-Hochberg, over a report's family
 MIN_BOOTS = 5
 RATIO = 2.0
 LEVEL = 0.95            # the Hodges-Lehmann interval
+# "same" needs the shift's 90% interval (two one-sided tests at 5%)
+# inside +-20% of the base's median, or the metric's floor where that
+# is larger (for latencies 20% or 5 us): a margin fixed before looking,
+# as an equivalence test needs
+EQUIVALENCE_LEVEL = 0.90
+EQUIVALENCE_RATIO = 0.20
 
 
 def upper_median(values) -> float:
@@ -100,6 +107,17 @@ def boot_values(latencies: np.ndarray, threads: dict) -> dict:
     missed = sum(t["missed"] for t in threads.values())
     out["samples"] = int(len(latencies))
     out["missed"] = missed / expected if expected else float("nan")
+    return with_derived(out)
+
+
+def with_derived(values: dict) -> dict:
+    """A boot's values with the metrics derived from them (of_boot)
+    added where missing: runs stored before such a metric existed get
+    it from what they kept."""
+    out = dict(values)
+    for m in metrics.LATENCY:
+        if m.of_boot and m.name not in out:
+            out[m.name] = m.of_boot(out)
     return out
 
 
@@ -153,6 +171,18 @@ def rank_test(x, y, strata=None) -> tuple[float, float]:
             float(null[observed:].sum()))
 
 
+def _rank_test_normal(x, y) -> tuple[float, float]:
+    """rank_test's two p-values from the normal approximation with the
+    tie correction and a continuity correction."""
+    if len(set(np.concatenate([x, y]))) < 2:
+        return 1.0, 1.0             # all tied: nothing to rank
+    lower = sps.mannwhitneyu(x, y, alternative="less",
+                             method="asymptotic").pvalue
+    higher = sps.mannwhitneyu(x, y, alternative="greater",
+                              method="asymptotic").pvalue
+    return float(lower), float(higher)
+
+
 @functools.lru_cache(maxsize=None)
 def _u_null_counts(n: int, m: int) -> np.ndarray:
     """How many splits give each Mann-Whitney U = 0..n*m (no ties); one
@@ -189,58 +219,163 @@ def hodges_lehmann(x, y, level: float = LEVEL) -> tuple[float, tuple]:
     return shift, (float(d[k - 1]), float(d[len(d) - k]))
 
 
-def compare(variant: list, base: list, better: str = "lower",
-            floor: float = 0.0, level: float = 0.0,
-            strata: tuple = None) -> dict:
-    """A variant's per-boot values against baseline's: test and verdict.
+@dataclass(frozen=True)
+class Rule:
+    """What a verdict needs beyond the test, p < alpha in both
+    directions.  The rules are declared in RULES and scored by
+    `python3 -m lab calibrate` on both error rates: false findings
+    (relabelled boots, the A/A control) and sensitivity (known effects
+    injected into real boots); RULE is the one the lab judges by
+    (lab/docs/statistics.md says how it was chosen)."""
+    name: str
+    meaning: str
+    alpha: float = 0.01
+    # medians at least this many times apart (None: no ratio bar)
+    ratio: float = None
+    # the shift's whole interval beyond the base's interquartile range
+    spread: bool = False
+    # the metric's floor cleared by the interval's end nearest to no
+    # change ("interval") or by the shift itself ("shift")
+    floor_by: str = "interval"
 
-    verdict: "lower", "higher" (than baseline), "n.s." or "not enough
-    boots"; whether lower is good is the metric's own (better).  `floor`:
-    the smallest shift that counts (the metric's min_effect); `level`:
-    the median one side must reach for a count to be judged; `strata`:
-    the run each value came from, variant's and base's, where runs are
-    pooled (the test is then stratified by run, rank_test).  A
-    significant shift too small to count is "n.s." with `direction` and
-    `under`, the bounds it missed.  ratio is None where the base's median is 0.
-    """
+    def missed(self, m: dict, floor: float, level: float) -> list:
+        """The bars a measured comparison (measure()) misses."""
+        near = m["shift_interval"][0] if m["direction"] == "higher" else \
+            -m["shift_interval"][1]
+        size = near if self.floor_by == "interval" else abs(m["shift"])
+        ratio = m["ratio"]
+        return [why for why, missed in (
+            ("the base's spread", self.spread and near <= m["spread"]),
+            (f"the floor {floor:g}", size < floor),
+            (f"{self.ratio}x", self.ratio is not None and ratio is not None
+             and 1 / self.ratio < ratio < self.ratio),
+            (f"the level {level:g} (too few events)",
+             max(abs(x) for x in m["median"]) < level))
+            if missed]
+
+
+RULES = {r.name: r for r in (
+    Rule("strict", "the rule of runs I-L (2026-12-06): medians 2x apart, "
+         "the shift's interval beyond the base's interquartile range "
+         "and the floor", ratio=RATIO, spread=True),
+    Rule("no-spread", "strict without the spread bar: medians 2x apart, "
+         "the shift's interval beyond the floor", ratio=RATIO),
+    Rule("floor", "the shift's interval beyond the metric's floor, no "
+         "ratio and no spread bar"),
+    Rule("floor-shift", "the shift itself beyond the metric's floor",
+         floor_by="shift"),
+)}
+# The rule verdicts are given by: the most sensitive of RULES whose
+# measured false-finding rate is under 1% of null comparisons (runs E-L;
+# lab/docs/statistics.md, "Calibration").
+RULE = RULES["floor"]
+
+
+def measure(variant, base, strata: tuple = None, exact: bool = True,
+            binary: bool = False) -> dict:
+    """A variant's per-boot values against its base's, before any rule:
+    medians, ratio, the rank test, the Hodges-Lehmann shift and its
+    interval, the base's spread, the direction the test points in, and
+    whether the shift is equivalent to none (equivalence); {"boots"}
+    alone where either side has fewer than MIN_BOOTS.  `exact`=False:
+    the rank test's normal approximation (simulations at large sizes,
+    lab/analyse/calibrate.py), unstratified only.  `binary`: values of
+    0 and 1 (a boot in a tail's high mode or not), whose "median" is the
+    share of boots at 1 and whose shift is the difference of the two
+    shares, with Newcombe's interval; the rank test on them is the
+    exact test of two proportions (Fisher's, conditional on the
+    margins; stratified by run, the exact Mantel-Haenszel analogue)."""
     v, b = np.asarray(variant, float), np.asarray(base, float)
     if strata is not None:
         strata = (np.asarray(strata[0])[~np.isnan(v)],
                   np.asarray(strata[1])[~np.isnan(b)])
     v, b = v[~np.isnan(v)], b[~np.isnan(b)]
-    out = {"boots": [len(v), len(b)], "better": better}
+    out = {"boots": [len(v), len(b)]}
     if min(len(v), len(b)) < MIN_BOOTS:
-        return dict(out, verdict="not enough boots")
-    med_v, med_b = float(np.median(v)), float(np.median(b))
-    ratio = med_v / med_b if med_b else None
-    p_lower, p_higher = rank_test(v, b, strata)
-    p = min(1.0, 2 * min(p_lower, p_higher))
-    shift, interval = hodges_lehmann(v, b)
-    noise = spread(b)
+        return out
+    p_lower, p_higher = rank_test(v, b, strata) if exact or strata \
+        is not None else _rank_test_normal(v, b)
+    if binary:
+        med_v, med_b = float(v.mean()), float(b.mean())
+        shift = med_v - med_b
+        interval = share_difference_interval(v, b, LEVEL)
+        alike = share_difference_interval(v, b, EQUIVALENCE_LEVEL)
+    else:
+        med_v, med_b = float(np.median(v)), float(np.median(b))
+        shift, interval = hodges_lehmann(v, b)
+        alike = hodges_lehmann(v, b, EQUIVALENCE_LEVEL)[1]
     direction = "lower" if shift < 0 and p_lower < p_higher else \
         "higher" if shift > 0 and p_higher < p_lower else ""
-    # the interval's end nearest to no change, as a size in the
-    # direction: the spread and the floor are cleared by the whole
-    # interval, not by its middle (a shift near a bar is otherwise a
-    # coin toss between two runs, lab/docs/statistics.md)
-    near = interval[0] if direction == "higher" else -interval[1]
-    under = [why for why, missed in (
-        ("the base's spread", near <= noise),
-        (f"the floor {floor:g}", near < floor),
-        (f"{RATIO}x", ratio is not None and 1 / RATIO < ratio < RATIO),
-        (f"the level {level:g} (too few events)",
-         max(abs(med_v), abs(med_b)) < level))
-        if missed]
+    if binary:
+        out["binary"] = True
+    return dict(out, median=[med_v, med_b],
+                ratio=med_v / med_b if med_b else None, shift=shift,
+                shift_interval=interval, spread=0.0 if binary else spread(b),
+                p_lower=p_lower, p_higher=p_higher,
+                p=min(1.0, 2 * min(p_lower, p_higher)), direction=direction,
+                equivalence=list(alike))
+
+
+def share_difference_interval(x, y, level: float) -> tuple:
+    """Newcombe's interval (his method 10, from two Wilson score
+    intervals) for the difference of two shares of 0/1 values."""
+    z = sps.norm.ppf(1 - (1 - level) / 2)
+
+    def wilson(values):
+        n, p = len(values), float(np.mean(values))
+        mid = (p + z * z / (2 * n)) / (1 + z * z / n)
+        half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / \
+            (1 + z * z / n)
+        return p, mid - half, mid + half
+    p1, l1, u1 = wilson(x)
+    p2, l2, u2 = wilson(y)
+    d = p1 - p2
+    return (d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2),
+            d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2))
+
+
+def judged(m: dict, better: str = "lower", floor: float = 0.0,
+           level: float = 0.0, rule: Rule = None) -> dict:
+    """The verdict on a measured comparison (measure()) under `rule`
+    (RULE by default): "lower", "higher" (than the base), "n.s." or
+    "not enough boots".  A significant shift that misses a bar is
+    "n.s." with `under` (the bars it missed) and `direction`.  `same`:
+    whether the shift is shown to lie within the equivalence margin
+    (`margin`), whatever the verdict."""
+    rule = rule or RULE
+    out = dict(m, better=better)
+    if "p" not in m:
+        return dict(out, verdict="not enough boots")
+    out.pop("direction")
+    out["margin"] = max(EQUIVALENCE_RATIO * abs(m["median"][1]), floor)
+    lo, hi = m["equivalence"]
+    out["same"] = -out["margin"] < lo and hi < out["margin"]
     verdict = "n.s."
-    if p < ALPHA and direction:
+    if m["p"] < rule.alpha and m["direction"]:
+        under = rule.missed(m, floor, level)
         if under:       # significant, too small to count: said, not shown
             out["under"] = ", ".join(under)
-            out["direction"] = direction
+            out["direction"] = m["direction"]
         else:
-            verdict = direction
-    return dict(out, median=[med_v, med_b], ratio=ratio, shift=shift,
-                shift_interval=interval, spread=noise, p_lower=p_lower,
-                p_higher=p_higher, p=p, verdict=verdict)
+            verdict = m["direction"]
+    return dict(out, verdict=verdict)
+
+
+def compare(variant: list, base: list, better: str = "lower",
+            floor: float = 0.0, level: float = 0.0,
+            strata: tuple = None, rule: Rule = None,
+            binary: bool = False) -> dict:
+    """A variant's per-boot values against its base's: test and verdict.
+
+    Whether lower is good is the metric's own (better).  `floor`: the
+    smallest shift that counts (the metric's min_effect); `level`: the
+    median one side must reach for a count to be judged; `strata`: the
+    run each value came from, variant's and base's, where runs are
+    pooled (the test is then stratified by run, rank_test).  ratio is
+    None where the base's median is 0.
+    """
+    return judged(measure(variant, base, strata, binary=binary), better,
+                  floor, level, rule)
 
 
 def bh_adjust(ps: list) -> list:

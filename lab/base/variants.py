@@ -5,7 +5,15 @@ optionally `variant.conf` (what it is built from and how it boots) and
     # variant.conf: every key optional
     source  = 6.1          packaged source generation: linux-source-<source>
     append  = threadirqs   kernel parameters this variant boots with
-    role    = proposal     or reference (what upstream or -rt did)
+    role    = proposal     or reference (what upstream or -rt did), or
+                           control: its base's kernel and command line
+                           under a second name, each finding against
+                           the base a false one (the A/A control), or
+                           with handler_scale a known effect
+    handler_scale = 0.8    the test module's handlers at this fraction
+                           of the scenario's length (spin_us,
+                           storm_spin_us): a change of known size made
+                           on the same kernel (a control's only change)
     kernel  = baseline     boot that variant's kernel, build none of its own
     package = linux-image-6.1.0-57-rt-amd64
                            boot Debian's packaged image, build none
@@ -39,10 +47,13 @@ CONF = "variant.conf"
 SETUP = "setup.sh"
 CONF_DEFAULTS = {"source": "6.1", "append": "", "role": "proposal",
                  "kernel": "", "package": "", "default": "yes", "base": "baseline",
-                 "message_id": "", "subject": "", "checkpatch_ignore": ""}
-CONF_CHOICES = {"role": ("proposal", "reference"),
+                 "message_id": "", "subject": "", "checkpatch_ignore": "",
+                 "handler_scale": ""}
+CONF_CHOICES = {"role": ("proposal", "reference", "control"),
                 "default": ("yes", "no")}
 SOURCE_RE = re.compile(r"^\d+\.\d+$")
+# the test module's parameters that are a handler's length, in us
+SCALED_PARAMETERS = ("spin_us", "storm_spin_us")
 # a versioned image, not a metapackage: the ABI pins what is booted
 PACKAGE_RE = re.compile(r"^linux-image-\d+\.\d+\.\d+-\d+-[a-z0-9-]+$")
 
@@ -93,6 +104,29 @@ class Variant:
         `kernel` key names (a variant that only boots differently)."""
         other = self.get("kernel")
         return load(self.folder.parent / other) if other else self
+
+    @property
+    def is_null_control(self) -> bool:
+        """An A/A control: its base's kernel and boot under another name,
+        nothing changed, so any finding against the base is false."""
+        return self.get("role") == "control" and self.handler_scale == 1
+
+    @property
+    def handler_scale(self) -> float:
+        """The factor on the test module's handler lengths (1: as the
+        scenario says)."""
+        return float(self.get("handler_scale") or 1)
+
+    def module_args(self, args: str) -> str:
+        """A scenario's module parameters as this variant loads them:
+        each handler length (spin_us, storm_spin_us) times
+        handler_scale."""
+        if self.handler_scale == 1:
+            return args
+        return " ".join(
+            f"{k}={round(int(v) * self.handler_scale)}"
+            if k in SCALED_PARAMETERS else f"{k}{eq}{v}"
+            for k, eq, v in (w.partition("=") for w in args.split()))
 
     @property
     def setup(self) -> str:
@@ -198,8 +232,25 @@ def parse_conf(folder: Path) -> tuple:
             if dict(parse_conf(other))["kernel"]:
                 raise LabError(f"{where}: kernel = {value!r}, which boots "
                                f"another's kernel itself: name that one")
+        if key == "handler_scale":
+            try:
+                ok = 0 < float(value) <= 4
+            except ValueError:
+                ok = False
+            if not ok:
+                raise LabError(f"{where}: handler_scale = {value!r}: a "
+                               f"factor over 0 and at most 4 (0.8: each "
+                               f"handler 80% as long)")
         conf[key] = value
     _check_base(folder, conf, path)
+    if conf["role"] == "control" and (
+            conf["kernel"] != conf["base"] or conf["append"]):
+        raise LabError(f"{path}: role = control boots its base's kernel "
+                       f"as its base does: kernel = {conf['base']} and "
+                       f"no append")
+    if conf["handler_scale"] and conf["role"] != "control":
+        raise LabError(f"{path}: handler_scale changes the load, not the "
+                       f"kernel: only a control (role = control) has it")
     for key in ("kernel", "package"):
         if conf[key] and (parse_series(folder / "series") or
                           kconfig.parse_fragment(folder / "config")):

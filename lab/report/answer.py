@@ -2,14 +2,19 @@
 
 reports/answer.conf declares the table: its rows (variants) and one
 column per situation, each read from a published report's analysis.json
-(a scenario and a metric), optionally with the reports that measured the
-same cell again.  A cell is its report's verdict against the row's
-base, as better or worse, with the ratio of medians; for a base, the
-base's median.  A verdict that any of the other reports does not repeat
-is marked, and so is an n.s. that another report has as a finding;
-"small" verdicts are shown as n.s.  The table is
-written into README.md between two markers (`python3 -m lab answer`),
-and a test checks that README's table is the one the reports give.
+(a scenario and a metric): where the situation was measured more than
+once at one plan, the pool of every such run (`python3 -m lab pool`),
+so that a cell is the answer of all the evidence, its test stratified
+by run.  Each report is judged again under the lab's current rule
+(replicate.rejudged), so the whole table is read under one rule.  A
+cell is the verdict against the row's base: better or worse with the
+ratio of medians; "same" where the shift's interval lies inside the
+equivalence margin; otherwise "unresolved" with the interval, which
+reaches past the margin; for a base, its median.  Under the table, per
+column, how many runs and boots a cell the verdicts rest on, with the
+one report they come from.  The table is written into README.md between
+two markers (`python3 -m lab answer`), and a test checks that README's
+table is the one the reports give.
 """
 import functools
 import json
@@ -19,8 +24,9 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..base import figures, metrics, paths, unresolved
+from ..base import figures, metrics, paths, stats
 from ..analyse.analysis import published_verdict
+from ..analyse.replicate import rejudged
 from ..base.log import LabError
 
 CONF = paths.REPO / "reports" / "answer.conf"
@@ -36,7 +42,6 @@ class Column:
     report: str
     scenario: str
     metric: str
-    again: tuple = ()       # reports that measured the same cell again
 
 
 def read_conf(path: Path = CONF) -> tuple:
@@ -51,13 +56,15 @@ def read_conf(path: Path = CONF) -> tuple:
             rows = line.split("=", 1)[1].split()
             continue
         fields = [f.strip() for f in line.split("|")]
-        if len(fields) not in (4, 5) or not all(fields[:4]):
+        if len(fields) == 5:
+            raise LabError(f"{where}: a column reads one report; pool the "
+                           f"runs that measured it again into one "
+                           f"(`make pool`) and name the pool")
+        if len(fields) != 4 or not all(fields):
             raise LabError(f"{where}: expected 'label | report | scenario "
-                           f"| metric [| again, ...]', got {raw.strip()!r}")
+                           f"| metric', got {raw.strip()!r}")
         metrics.get(fields[3])              # names the metric if unknown
-        again = tuple(r.strip() for r in fields[4].split(",")
-                      if r.strip()) if len(fields) == 5 else ()
-        columns.append(Column(*fields[:4], again))
+        columns.append(Column(*fields))
     if not rows or not columns:
         raise LabError(f"{path}: needs a 'rows =' line and at least one "
                        f"column")
@@ -66,11 +73,12 @@ def read_conf(path: Path = CONF) -> tuple:
 
 @functools.lru_cache(maxsize=None)
 def _analysis(report: str) -> dict:
-    """A published report's analysis.json, read once per process."""
+    """A published report's analysis.json, read once per process, its
+    verdicts made again under the lab's current rule."""
     path = paths.REPO / "reports" / report / "data" / "analysis.json"
     if not path.is_file():
         raise LabError(f"{CONF}: report {report!r} has no {path}")
-    return json.loads(path.read_text())
+    return rejudged(json.loads(path.read_text()))
 
 
 def _value(v: float, unit: str) -> str:
@@ -90,7 +98,35 @@ def _ratio(vs: dict) -> str:
     return f"x{r:.0f}" if r >= 10 else f"x{r:.2g}"
 
 
-def judge(analysis: dict, again: list, variant: str, col: Column) -> dict:
+def no_finding(vs: dict, unit: str = "us") -> str:
+    """A comparison with no finding, in words that never read as "no
+    change" unless the data show it: "same (within 20%)" where the
+    shift's 90% interval lies inside the equivalence margin (as a share
+    of the base's median, or in the metric's unit where its floor sets
+    the margin), otherwise "unresolved" with its 95% interval ("unresolved,
+    -90% to +129%"): it reaches past the margin."""
+    base = abs(vs["median"][1])
+    if vs.get("same"):
+        if base and vs["margin"] <= stats.EQUIVALENCE_RATIO * base * 1.001:
+            return f"same (within {100 * stats.EQUIVALENCE_RATIO:.0f}%)"
+        return f"same (within {_amount(vs['margin'], unit)})"
+    lo, hi = vs["shift_interval"]
+    if not base:
+        return f"unresolved, {_amount(lo, unit, '+')} to " \
+            f"{_amount(hi, unit, '+')} (base 0)"
+    return f"unresolved, {100 * lo / base:+.0f}% to {100 * hi / base:+.0f}%"
+
+
+def _amount(v: float, unit: str, sign: str = "") -> str:
+    """An amount in a metric's unit, shares as percentage points."""
+    if unit in ("share", "boots"):
+        return f"{100 * v:{sign}.3g} points"
+    if unit == "%":
+        return f"{v:{sign}.3g} points"
+    return f"{v:{sign}.3g} {unit}"
+
+
+def judge(analysis: dict, variant: str, col: Column) -> dict:
     """One cell: {"text", "score"}; score, for the picture, is log10 of
     the ratio, positive where the kernel is better, None where there is
     no verdict (n.s., withheld, a base's own value)."""
@@ -116,41 +152,34 @@ def judge(analysis: dict, again: list, variant: str, col: Column) -> dict:
     vs = c.get("vs_baseline", {}).get(col.metric)    # vs the row's base
     if not vs:
         return {"text": "-", "score": None}
-    # a comparison declared unresolved is one whichever report it is
-    # read from, however that report printed it
-    word = "unresolved" if (col.scenario, variant, col.metric) in \
-        unresolved.load() else published_verdict(vs)
-    others = [published_verdict(o) if o else None for o in (
-        other["cells"].get(f"{col.scenario}/{variant}", {}).get(
-            "vs_baseline", {}).get(col.metric) for other in again)]
+    word = published_verdict(vs)
+    if word in ("n.s.", "same") and "shift_interval" in vs:
+        return {"text": no_finding(vs, metrics.get(col.metric).unit),
+                "score": None}
     if word not in ("lower", "higher"):
-        found = [o for o in others if o in ("lower", "higher")]
-        if not found:
-            return {"text": word, "score": None}
-        # no finding here, one elsewhere: the cell is not settled either
-        return {"text": f"{word} ({found[0]} in {len(found)} of "
-                        f"{len(others)} other runs)", "score": None,
-                "not_repeated": True}
+        return {"text": word, "score": None}
     good = word == metrics.get(col.metric).better
     ratio = vs.get("ratio")
     size = abs(math.log10(ratio)) if ratio else 2.0
-    out = {"text": f"{'better' if good else 'worse'} {_ratio(vs)}",
-           "score": size if good else -size}
-    if any(o != word for o in others):
-        out["text"] += " (not repeated)"
-        out["not_repeated"] = True
-    return out
+    return {"text": f"{'better' if good else 'worse'} {_ratio(vs)}",
+            "score": size if good else -size}
 
 
-def cell(analysis: dict, again: list, variant: str, col: Column) -> str:
-    return judge(analysis, again, variant, col)["text"]
+def evidence(analysis: dict, rows: list, col: Column) -> str:
+    """How many runs and boots a cell of the column rests on."""
+    cells = [analysis["cells"].get(f"{col.scenario}/{v}") for v in rows]
+    boots = sorted(len(c["boots"]) for c in cells if c)
+    runs = max((len(set(c.get("runs", ["one"]))) for c in cells if c),
+               default=0)
+    span = f"{boots[0]}" if boots and boots[0] == boots[-1] else \
+        f"{boots[0]}-{boots[-1]}" if boots else "0"
+    return f"{runs} run{'s' * (runs != 1)}, {span} boots a cell"
 
 
 def grid(conf: Path = CONF) -> tuple:
     """(rows, columns, [[judge() per column] per row])."""
     rows, columns = read_conf(conf)
-    return rows, columns, [[judge(_analysis(c.report),
-                                  [_analysis(r) for r in c.again], v, c)
+    return rows, columns, [[judge(_analysis(c.report), v, c)
                             for c in columns] for v in rows]
 
 
@@ -161,31 +190,17 @@ def table(conf: Path = CONF) -> str:
     for variant, line in zip(rows, cells):
         lines.append(f"| `{variant}` | " +
                      " | ".join(x["text"] for x in line) + " |")
-    lines.append("| measured again by | " + " | ".join(
-        ", ".join(f"`{r}`" for r in c.again) or "- (one run)"
+    lines.append("| evidence | " + " | ".join(
+        f"[{evidence(_analysis(c.report), rows, c)}](reports/{c.report}/)"
         for c in columns) + " |")
-    sources = sorted({c.report for c in columns} |
-                     {r for c in columns for r in c.again})
-    lines += ["", "From (`reports/answer.conf` says which cell comes from "
-              "which): " + "; ".join(f"`reports/{r}/` ({_test(r)})"
-                                     for r in sources) + ".", "",
-              f"![The answer as a picture](reports/{PICTURE.name})"]
+    lines += ["", f"![The answer as a picture](reports/{PICTURE.name})"]
     return "\n".join(lines) + "\n"
-
-
-def _test(report: str) -> str:
-    """The statistics a report's verdicts were made with."""
-    if "family_size" in _analysis(report):
-        return "two-sided rank test, p < 0.01 and Benjamini-Hochberg q < 0.05"
-    return ("one-sided rank test, p < 0.01, no false-discovery "
-            "adjustment: made before the lab's two-sided test")
 
 
 def picture(out: Path = None, conf: Path = CONF) -> Path:
     """The table as a grid: green where a kernel is better than its base,
     red where worse, the deeper the larger the ratio (log scale, full at
-    100x); grey where no difference is shown; hatched where the second
-    run did not repeat the verdict."""
+    100x); grey where no difference is shown."""
     out = out or PICTURE
     rows, columns, cells = grid(conf)
     plt = figures.pyplot()
@@ -199,12 +214,9 @@ def picture(out: Path = None, conf: Path = CONF) -> Path:
             else:
                 colour = "white" if x.get("base") else "0.88"
             ax.add_patch(plt.Rectangle((j, i), 1, 1, facecolor=colour,
-                                       edgecolor="white",
-                                       hatch="//" if x.get("not_repeated")
-                                       else None))
+                                       edgecolor="white"))
             dark = x["score"] is not None and abs(x["score"]) > 1
-            text = x["text"].split(" (")[0] + \
-                ("*" if x.get("not_repeated") else "")
+            text = x["text"].split(" (")[0].split(",")[0]
             ax.text(j + 0.5, i + 0.5, text.replace(
                 " ", "\n", 1), ha="center", va="center", fontsize=7,
                 color="white" if dark else "black")
@@ -217,7 +229,7 @@ def picture(out: Path = None, conf: Path = CONF) -> Path:
     ax.set_yticks([i + 0.5 for i in range(len(rows))])
     ax.set_yticklabels(rows, fontsize=8)
     ax.set_title("Each kernel against its base (a base's row: its median)."
-                 "  Green better, red worse, grey n.s.; * not repeated",
+                 "  Green better, red worse, grey no finding",
                  fontsize=8, y=-0.08)
     fig.tight_layout()
     figures.save(fig, out)

@@ -8,7 +8,7 @@ figures lab/report/plots.py; this module writes them into the folder.
 import time
 from pathlib import Path
 
-from ..analyse import analysis, replicate, results
+from ..analyse import analysis, calibrate, replicate, results
 from ..base import paths, store
 from ..base.log import info
 from . import (plots as report_plots, sweeps as report_sweeps,
@@ -129,12 +129,13 @@ def portable(data, root: Path):
 
 
 def write(root: Path, out: Path, descriptions: dict, command: str,
-          variants=None, scenarios=None, busy=(), lead=None) -> Path:
+          variants=None, scenarios=None, busy=(), lead=None,
+          tail=None) -> Path:
     """`lead`: {scenario: the latency metric its rows lead with}, p99
-    where not named."""
+    where not named; `tail`: {scenario: the metrics judged beside it}."""
     runs = analysis.load(root, variants, scenarios)
     traces = report_traces.analyse(runs)
-    a = analysis.analyse(runs, traces, busy=set(busy), lead=lead)
+    a = analysis.analyse(runs, traces, busy=set(busy), lead=lead, tail=tail)
     a["traces"] = traces
     (out / "data").mkdir(parents=True, exist_ok=True)
     # one summary per run, gzip'd: 360 runs of plain JSON are 6 MB, a
@@ -156,6 +157,7 @@ def write_analysed(runs: list, a: dict, out: Path, descriptions: dict,
     are drawn from (a pool has none: its first report has them)."""
     a["sweeps"] = report_sweeps.analyse(runs)
     a["command"] = command
+    a["calibration"] = calibrate.published(a["rule"])
     (out / "data").mkdir(parents=True, exist_ok=True)
     here = replicate.load(out, a) if out.resolve().parent == (
         paths.REPO / "reports").resolve() else None

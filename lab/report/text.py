@@ -5,9 +5,9 @@ and per scenario its rows, verdicts, tail quantiles and costs.
 import re
 from collections import defaultdict
 
-from ..base import kconfig, paths, stats
+from ..base import kconfig, metrics, paths, stats
 from . import sweeps as report_sweeps, traces as report_traces
-from ..analyse.analysis import NULL_LIMIT_US, TAIL_METRICS, _median, lead_of
+from ..analyse.analysis import NULL_LIMIT_US, _median, judged_tail, lead_of
 from ..base.textfmt import WIDTH, fmt_us, wrap as _wrap
 
 
@@ -86,6 +86,10 @@ def _setup_lines(runs: list, a: dict, descriptions: dict) -> list:
     hosts = sorted({r["qemu"]["host_cpu"] for r in runs})
     out += _wrap(f"Host CPU{'s' if len(hosts) > 1 else ''}: "
                  f"{'; '.join(hosts)}.", "  ")
+    if a.get("alike"):
+        out += _wrap(f"Pooled across runs whose {', '.join(a['alike']['keys'])} "
+                     f"differ, declared to measure alike: "
+                     f"{a['alike']['because'].rstrip('.')}.", "  ")
     out += _wrap("cyclictest -p 99 -m, threads free to move (affinity "
                  "widened after start; samples before that dropped); a "
                  "random phase per boot between the periodic loads and "
@@ -132,7 +136,7 @@ def _summary(runs: list, a: dict) -> list:
              if sources else f"{size}, one value per boot.",
              ("Medium: " + _medium(runs[0]) + ".",
               "Medium: " + _medium(runs[0], short=True) + ".", 1)]
-    holds, few, none, fdr, toss = defaultdict(list), [], [], [], []
+    holds, few, none, fdr, toss, same = defaultdict(list), [], [], [], [], []
     for key, c in a["cells"].items():
         scen, var = key.split("/")
         vs = c.get("vs_baseline", {}).get(lead_of(a, scen))
@@ -142,6 +146,8 @@ def _summary(runs: list, a: dict) -> list:
             few.append((var, scen))
         elif vs and vs["shown"] == "n.s.":
             none.append((var, scen))
+        elif vs and vs["shown"] == "same":
+            same.append((var, scen))
         elif vs and vs["shown"] == "withheld (FDR)":
             fdr.append((var, scen))
         elif vs and vs["shown"] == "unresolved":
@@ -161,12 +167,18 @@ def _summary(runs: list, a: dict) -> list:
     if none:
         # the list is in the per-scenario rows; a count keeps the summary
         # whole within its lines
-        lines.append(f"No difference detected in {others} (n.s. below).")
+        lines.append(f"Undecided in {others}: no difference found, none "
+                     f"shown alike (n.s. below).")
+
     def listed(pairs, long, short):
         """A line naming the comparisons, or in short their count."""
         return (f"{long}: " + _by_scenario(
             pairs, a["variants"], set(a["bases"].values())) + ".",
             f"{short}: {len(pairs)} comparisons, marked below.", 2)
+    if same:
+        lines.append(listed(same, f"The same within "
+                            f"{stats.EQUIVALENCE_RATIO:.0%} of the base "
+                            f"(equivalence)", "Same"))
     if fdr:
         lines.append(listed(fdr, "Significant alone, not among the "
                             "report's comparisons (withheld (FDR))",
@@ -297,6 +309,8 @@ def _median_pct(values: list) -> str:
 def effect(vs: dict) -> str:
     """The size of a difference: the ratio of medians, or where the
     base's median is 0 the difference itself."""
+    if vs.get("binary"):
+        return f"{100 * vs['shift']:+.0f} points"
     if vs.get("ratio") is None:
         return f"{vs['median'][0] - vs['median'][1]:+.3g} (base 0)"
     return f"x{vs['ratio']:.2f}"
@@ -332,20 +346,22 @@ def _bases_text(a: dict) -> str:
 
 
 def _beside_lead(a: dict, scen: str, var: str) -> list:
-    """One variant's other tail quantiles: median over boots and verdict
+    """One variant's metrics judged beside the lead: median over boots
+    (for a count of boots in a tail's high mode, the count) and verdict
     (a quantile that no boot had the samples for is left out)."""
     c = a["cells"].get(f"{scen}/{var}")
     if not c or not c["boots"]:
         return []
     parts = []
-    for m in TAIL_METRICS:
-        if m == lead_of(a, scen):
-            continue
-        med = _median(c["per_boot"].get(m, []))
+    for m in judged_tail(a, scen)[1:]:
+        values = [x for x in c["per_boot"].get(m, []) if x == x]
+        med = _median(values)
         if med != med:
             continue
         word = _verdict_word(c.get("vs_baseline", {}).get(m), detail=True)
-        value = f"{100 * med:.3f}%" if m == "over_1ms" else fmt_us(med)
+        unit = metrics.get(m).unit
+        value = f"{sum(values):.0f}/{len(values)} boots" if unit == "boots" \
+            else f"{100 * med:.3f}%" if unit == "share" else fmt_us(med)
         parts.append(f"{m} {value}" + (f" {word}" if word else ""))
     line = f"{var}: " + "; ".join(parts)
     return _wrap(line if line.endswith(".") else line + ".", "    ") \
@@ -393,8 +409,7 @@ def _detail(a: dict, scen: str) -> list:
                          f"[{fmt_us(lo)}, {fmt_us(hi)}], {_p_and_q(p)}, "
                          f"base's spread {fmt_us(p['spread'])} us.",
                          "    ")
-        if lead != "p99":
-            out += _beside_lead(a, scen, var)
+        out += _beside_lead(a, scen, var)
         pred = a["cells"].get(f"{scen}/{var}", {}).get("prediction")
         if pred:
             cmp = vs.get(pred["metric"], {})
@@ -405,41 +420,80 @@ def _detail(a: dict, scen: str) -> list:
     return out
 
 
+def _rule_bars(rule: "stats.Rule") -> str:
+    """What the rule asks beyond the test, in words."""
+    bars = []
+    if rule.ratio:
+        bars.append(f"medians {rule.ratio:g}x apart or more (where the "
+                    f"base's median is 0, the difference instead)")
+    where = "whose whole interval (at least 95%) lies" if \
+        rule.floor_by == "interval" else "that lies"
+    beyond = "the base's boot-to-boot spread (interquartile range) and " \
+        if rule.spread else ""
+    bars.append(f"a Hodges-Lehmann shift {where} beyond {beyond}the "
+                f"metric's floor (5 us for latencies; lab/base/metrics.py)")
+    return "; and ".join(bars)
+
+
+def rules_text(a: dict) -> str:
+    rule = stats.RULES.get(a.get("rule", ""), stats.RULE)
+    return (
+        f"Verdicts compare per-boot values with the base's (the "
+        f"unpatched kernel of the variant's own source generation: "
+        f"{_bases_text(a)}), under the rule '{rule.name}': a two-sided "
+        f"exact permutation test of ranks (Mann-Whitney; stratified by "
+        f"run where runs are pooled), p < {rule.alpha}, and q < "
+        f"{stats.FDR} after Benjamini-Hochberg over the "
+        f"{a.get('family_size', 0)} comparisons printed here (each "
+        f"compared cell's lead metric, the metrics judged beside it, "
+        f"its cost metrics and a predicted metric); "
+        f"{_rule_bars(rule)}; a significant shift that misses a bar is "
+        f"n.s. A count of boots in a tail's high mode "
+        f"(p99_over_200us) is compared by the exact test of two shares, "
+        f"its shift the difference of the shares. At least "
+        f"{stats.MIN_BOOTS} boots per cell, else 'too few (n)'. "
+        f"'same': no finding, and the shift's 90% interval lies within "
+        f"{stats.EQUIVALENCE_RATIO:.0%} of the base's median (or the "
+        f"metric's floor where larger); 'n.s.' alone is no finding and not 'the same': "
+        f"the interval reaches past that margin. "
+        f"'withheld': the scenario keeps every vCPU busy and the null "
+        f"control of its guest size (null-hog, null-hog-4cpu...) shows "
+        f"emulator latency over {fmt_us(NULL_LIMIT_US)} us, or traces "
+        f"that agree with cyclictest blame the emulator for its worst "
+        f"cases. 'withheld (FDR)': p < {rule.alpha}, but q is not under "
+        f"{stats.FDR}. 'unresolved': declared in common/unresolved.txt; "
+        f"its test is in data/analysis.json. 'too few (base n)': the "
+        f"base has n boots. >1ms and missed (periods cyclictest skipped, "
+        f"of those due) are medians over boots. Latencies in "
+        f"microseconds.")
+
+
+def rates_text(cal: dict) -> str:
+    """The rule's measured error rates (lab/analyse/calibrate.py), or
+    why there are none."""
+    if not cal:
+        return ("This rule's error rates have not been measured "
+                "(python3 -m lab calibrate).")
+    one, pooled = cal["relabelled"]
+    aa = (f"; the A/A control {cal['null_controls'][0]} of "
+          f"{cal['null_controls'][1]} comparisons" if
+          cal.get("null_controls") else "")
+    found = ", ".join(f"{r80} / {r95} at {n} boots"
+                      for n, (r80, r95) in cal["detectable"].items())
+    return (f"Measured ({cal['report']}): a finding in {one} of null "
+            f"comparisons of 5 boots against 5 (boots relabelled within "
+            f"their runs) and in {pooled} of pooled ones{aa}; the change "
+            f"it finds in 80% / 95% of runs, median over lead metrics: "
+            f"{found}.")
+
+
 def text_report(runs: list, a: dict, descriptions: dict) -> str:
     out = _wrap("softirq-rt lab: " + " vs ".join(a["variants"])) + \
         ["", "Summary"]
     out += _summary(runs, a)
     out += ["", "Setup"] + _setup_lines(runs, a, descriptions)
-    out += ["", "Rules"] + _wrap(
-        f"Verdicts compare per-boot values with the base's (the "
-        f"unpatched kernel of the variant's own source generation: "
-        f"{_bases_text(a)}): a two-sided "
-        f"exact permutation test of ranks (Mann-Whitney), p < "
-        f"{stats.ALPHA}, and q < {stats.FDR} after Benjamini-Hochberg over "
-        f"the {a.get('family_size', 0)} comparisons printed here; medians "
-        f"{stats.RATIO}x apart or more (where the base's median is 0, "
-        f"the difference instead of a ratio); and a "
-        f"Hodges-Lehmann shift whose whole interval (at least "
-        f"{stats.LEVEL:.0%}) "
-        f"lies beyond the base's boot-to-boot spread (interquartile "
-        f"range) and the metric's floor (5 us for latencies; "
-        f"lab/base/metrics.py); a significant shift that misses the "
-        f"ratio, the spread or the floor is n.s. "
-        f"At least "
-        f"{stats.MIN_BOOTS} boots per cell, else 'too few (n)'. "
-        f"'withheld': the scenario keeps every vCPU busy and the null "
-        f"control of its guest size (null-hog, null-hog-4cpu...) shows "
-        f"emulator latency over "
-        f"{fmt_us(NULL_LIMIT_US)} us, or traces that agree with "
-        f"cyclictest blame the emulator for its worst cases. 'withheld "
-        f"(spread)': significant, but the shift is within the base's "
-        f"spread. 'withheld (FDR)': p < {stats.ALPHA}, but q is not "
-        f"under {stats.FDR}. 'unresolved': declared in "
-        f"common/unresolved.txt, where two runs at this many boots "
-        f"disagree too often for a verdict (python3 -m lab power); its "
-        f"test is in data/analysis.json. 'too few (base n)': the base has n boots. "
-        f">1ms and missed (periods cyclictest skipped, of those due) are "
-        f"medians over boots. Latencies in microseconds.", "  ")
+    out += ["", "Rules"] + _wrap(rules_text(a), "  ")
+    out += _wrap(rates_text(a.get("calibration")), "  ")
     for scen in a["scenarios"]:
         out += [""] + _wrap(f"{scen}: {descriptions.get(scen, '')}", "  ")
         out += _cell_rows(a, scen)
@@ -493,7 +547,9 @@ def _cost_rows(a: dict, scen: str) -> list:
              if f"{scen}/{v}" in a["cells"]]
     names = sorted({m for _, c in cells for m in c["cost"]
                     if m != "ksoftirqd_cpu_percent"})
-    if not names and scen != "cost":
+    # every cost metric in the family is printed, ksoftirqd's CPU too
+    # where the scenario's load has no counters of its own
+    if not any(c["cost"] for _, c in cells):
         return []
     out = ["  cost, median over boots " + ("(shown only: withheld):"
                                           if scen in a["withheld"] else

@@ -65,8 +65,10 @@ class Cell:
                                     self.scenario.append) if w)
 
     def plan_env(self) -> dict:
-        return {**self.scenario.plan_env(self.seed, self.explained),
-                **self.variant.plan_env()}
+        env = self.scenario.plan_env(self.seed, self.explained)
+        for key in ("MODULE_ARGS", "PROBE_MODULE_ARGS"):
+            env[key] = self.variant.module_args(env[key])
+        return {**env, **self.variant.plan_env()}
 
     def expected_seconds(self) -> float:
         """Guest seconds the plan takes: a trace phase runs cyclictest a

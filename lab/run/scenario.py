@@ -39,6 +39,10 @@
                                            leads with; p99 if not set:
                                            max where the claim under test
                                            is a worst case)
+    tail        = p99_over_200us          (per-boot metrics judged beside
+                                           the lead, every report: where a
+                                           kernel may remove a tail's high
+                                           mode rather than move it)
     boots       = 10                      (the fewest boots its cells get;
                                            `--boots` gives the others and
                                            more: where one odd boot in 5
@@ -66,7 +70,7 @@ SUFFIX = ".scenario"
 KEYS = {"description", "duration", "cyclictest", "module", "background",
         "disk", "probe", "probe_module", "append", "trace", "pin",
         "both_busy", "timerlat", "nic", "default", "trace_duration",
-        "cpus", "memory", "lead", "boots"}
+        "cpus", "memory", "lead", "boots", "tail"}
 REPEATABLE = {"background"}
 # cyclictest options the lab sets itself: duration, output, and never -h
 # (a histogram gives every thread the same interval, ignoring -d) nor
@@ -145,6 +149,9 @@ class Scenario:
     lead: str = "p99"
     # the fewest boots of each cell, whatever --boots asks (0: --boots)
     boots: int = 0
+    # per-boot metrics judged beside the lead: a tail with two modes
+    # (lab/docs/statistics.md, "Tails with two modes")
+    tail: tuple = ()
 
     @property
     def alone(self) -> bool:
@@ -285,6 +292,15 @@ def parse(path: Path) -> Scenario:
                 raise LabError(f"{where}: lead must be a latency metric "
                                f"of lab/base/metrics.py ({', '.join(known)}), "
                                f"got {value!r}")
+        elif key == "tail":
+            known = [m.name for m in metrics.LATENCY
+                     if m.of_samples or m.of_boot]
+            value = tuple(names_in(value, "tail metric"))
+            wrong = [m for m in value if m not in known]
+            if wrong:
+                raise LabError(f"{where}: tail names {wrong[0]!r}, not a "
+                               f"per-boot metric of lab/base/metrics.py "
+                               f"({', '.join(known)})")
         elif key == "nic":
             rates = []
             for word in re.split(r"[,\s]+", value):

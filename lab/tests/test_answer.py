@@ -29,45 +29,67 @@ def test_a_malformed_line_is_named(tmp_path):
         answer.read_conf(conf)
 
 
-def analysis(verdict: str, ratio: float, metric: str = "p99") -> dict:
-    vs = {metric: {"verdict": verdict, "shown": verdict, "ratio": ratio}}
+def analysis(verdict: str, ratio: float, metric: str = "p99",
+             **more) -> dict:
+    vs = {metric: {"verdict": verdict, "shown": verdict, "ratio": ratio,
+                   "median": [30 * ratio, 30], **more}}
     return {"bases": {"baseline": "baseline", "mine": "baseline"},
             "withheld": {},
             "cells": {"s/baseline": {"per_boot": {metric: [30, 10, 20]},
-                                     "cost": {}},
-                      "s/mine": {"per_boot": {}, "vs_baseline": vs}}}
+                                     "cost": {}, "boots": [1, 2, 3]},
+                      "s/mine": {"per_boot": {}, "vs_baseline": vs,
+                                 "boots": [1, 2, 3]}}}
+
+
+def cell(a: dict, variant: str, col) -> str:
+    return answer.judge(a, variant, col)["text"]
 
 
 def test_a_cell_reads_as_better_or_worse_with_its_ratio():
     col = answer.Column("x", "r", "s", "p99")
-    assert answer.cell(analysis("lower", 0.02), [], "mine", col) == \
-        "better x0.02"
-    assert answer.cell(analysis("lower", 0.02), [], "baseline", col) == \
-        "20 us"
+    assert cell(analysis("lower", 0.02), "mine", col) == "better x0.02"
+    assert cell(analysis("lower", 0.02), "baseline", col) == "20 us"
     kpps = answer.Column("x", "r", "s", "nic_app_kpps")
-    assert answer.cell(analysis("lower", 0.01, "nic_app_kpps"), [], "mine",
-                       kpps) == "worse x0.01"
+    assert cell(analysis("lower", 0.01, "nic_app_kpps"), "mine", kpps) == \
+        "worse x0.01"
     # a small verdict is not a finding
-    assert answer.cell(analysis("small lower", 0.9), [], "mine", col) == \
-        "n.s."
-
-
-def test_a_verdict_the_second_run_does_not_give_is_marked():
-    col = answer.Column("x", "r", "s", "p99", again=("r2", "r3"))
-    first = analysis("lower", 0.02)
-    same = analysis("lower", 0.03)
-    assert answer.cell(first, [same, same], "mine", col) == "better x0.02"
-    # one repeat that does not give it is enough to mark it
-    assert answer.cell(first, [same, analysis("n.s.", 1.0)], "mine",
-                       col) == "better x0.02 (not repeated)"
-    # no finding here, one in another run: marked too
-    assert answer.cell(analysis("n.s.", 1.0), [same, analysis("n.s.", 1.0)],
-                       "mine", col) == "n.s. (lower in 1 of 2 other runs)"
-    withheld = dict(first, withheld={"s": "null control"})
-    assert answer.cell(withheld, [], "mine", col) == "withheld"
-    failed = dict(first, cells={}, failed=[
+    assert cell(analysis("small lower", 0.9), "mine", col) == "n.s."
+    withheld = dict(analysis("lower", 0.02), withheld={"s": "null control"})
+    assert cell(withheld, "mine", col) == "withheld"
+    failed = dict(analysis("lower", 0.02), cells={}, failed=[
         {"scenario": "s", "variant": "mine", "boot": 1, "reason": "hung"}])
-    assert answer.cell(failed, [], "mine", col) == "every boot failed"
+    assert cell(failed, "mine", col) == "every boot failed"
+
+
+def test_no_finding_never_reads_as_no_change_without_an_interval():
+    """n.s. is "same" only where the equivalence interval says so; else
+    the cell gives the interval, as a share of the base's median."""
+    col = answer.Column("x", "r", "s", "p99")
+    alike = analysis("n.s.", 1.0, shift_interval=[-2, 1], same=True,
+                     margin=6.0)
+    assert cell(alike, "mine", col) == "same (within 20%)"
+    wide = analysis("n.s.", 0.8, shift_interval=[-27, 38.7], same=False,
+                    margin=6.0)
+    assert cell(wide, "mine", col) == "unresolved, -90% to +129%"
+
+
+def test_the_evidence_row_counts_runs_and_boots():
+    col = answer.Column("x", "r", "s", "p99")
+    a = analysis("lower", 0.02)
+    assert answer.evidence(a, ["baseline", "mine"], col) == \
+        "1 run, 3 boots a cell"
+    a["cells"]["s/mine"]["runs"] = ["e", "e", "f"]
+    a["cells"]["s/mine"]["boots"] = [1, 2, 3, 4]
+    assert answer.evidence(a, ["baseline", "mine"], col) == \
+        "2 runs, 3-4 boots a cell"
+
+
+def test_a_column_names_one_report(tmp_path):
+    conf = tmp_path / "answer.conf"
+    conf.write_text("rows = baseline\nlabel | r | s | p99 | r2, r3\n")
+    with pytest.raises(LabError, match=r"answer.conf:2: a column reads one "
+                       r"report"):
+        answer.read_conf(conf)
 
 
 def test_the_picture_is_drawn_from_the_same_cells(tmp_path):
@@ -82,15 +104,3 @@ def test_the_picture_is_drawn_from_the_same_cells(tmp_path):
     scored = [x for line in cells for x in line if x["score"] is not None]
     assert all((x["score"] > 0) == x["text"].startswith("better")
                for x in scored)
-
-
-def test_a_comparison_declared_unresolved_reads_so_from_any_report(
-        monkeypatch):
-    col = answer.Column("x", "r", "s", "p99", again=("r2",))
-    monkeypatch.setattr(answer.unresolved, "load",
-                        lambda path=None: {("s", "mine", "p99"): "flips"})
-    # printed "lower" by a report older than the declaration
-    assert answer.cell(analysis("lower", 0.02), [analysis("n.s.", 1.0)],
-                       "mine", col) == "unresolved"
-    assert answer.cell(analysis("n.s.", 1.0), [analysis("lower", 0.02)],
-                       "mine", col) == "unresolved (lower in 1 of 1 other runs)"

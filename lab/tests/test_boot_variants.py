@@ -8,6 +8,7 @@ cores; warm: seconds per boot).  Marked `guest`: they run after the
 unit tests, and `make test` leaves them out.
 """
 import contextlib
+import json
 import time
 
 import pytest
@@ -147,3 +148,28 @@ def test_broken_patch_on_the_packaged_tree_is_named(variant_root, capsys):
     assert "kernel/softirq.c hunk #" in msg
     # The variant after the broken one was still built (here: cached).
     assert "variant 2/2 baseline: up to date" in capsys.readouterr().out
+
+
+def test_the_aa_control_boots_its_bases_own_image(built, health_runs):
+    """An A/A control (variants/baseline-aa) is its base's kernel image,
+    command line and guest under a second name: its run.json records the
+    base's kernel hash, its initramfs holds the same files, and its
+    kernel command line is the base's."""
+    controls = [v for v in ALL if v.is_null_control and v.base in built]
+    if not controls:
+        pytest.skip("no A/A control among the guest variants")
+    for v in controls:
+        mine, base = (json.loads((health_runs[n][0] / "run.json")
+                                 .read_text()) for n in (v.name, v.base))
+        assert mine["variant"] == v.name and base["variant"] == v.base
+        assert mine["kernel"]["hash"] == base["kernel"]["hash"]
+        assert built[v.name].image.read_bytes() == \
+            built[v.base].image.read_bytes()
+        words = [w.split("-")[-1] if w.endswith(".cpio") else w
+                 for w in mine["qemu"]["command"].split()]
+        theirs = [w.split("-")[-1] if w.endswith(".cpio") else w
+                  for w in base["qemu"]["command"].split()]
+        # the same command but for the run folder and the initramfs'
+        # name (its variant), the content hash in that name the same
+        assert [w for w in words if v.name not in w] == \
+            [w for w in theirs if v.base not in w]

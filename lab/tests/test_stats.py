@@ -144,17 +144,22 @@ def test_missed_periods_from_a_run_with_known_gaps(tmp_path: Path):
                                                     1333 - 58))
 
 
-def test_a_significant_shift_under_the_ratio_is_no_finding():
-    """1.6x, beyond the spread and significant, is no finding at 2x."""
+def test_a_significant_shift_under_the_ratio_is_no_finding_under_strict():
+    """1.6x, beyond the spread and significant, is no finding at 2x (the
+    rule of runs I-L, kept as `strict` to be scored); the lab's rule
+    finds it."""
+    strict = stats.RULES["strict"]
     base = [100, 101, 99, 100, 102]
-    c = stats.compare([160, 161, 159, 160, 162], base)
+    c = stats.compare([160, 161, 159, 160, 162], base, rule=strict)
     assert c["verdict"] == "n.s." and c["under"] == "2.0x"
-    assert stats.compare([210, 211, 209, 210, 212], base)["verdict"] == \
-        "higher"
+    assert stats.compare([210, 211, 209, 210, 212], base,
+                         rule=strict)["verdict"] == "higher"
+    assert stats.compare([160, 161, 159, 160, 162], base,
+                         rule=stats.RULES["floor"])["verdict"] == "higher"
 
     base = [100, 101, 99, 100, 102]
     var = [80, 81, 79, 80, 82]                 # 0.8x, far beyond spread
-    c = stats.compare(var, base)
+    c = stats.compare(var, base, rule=strict)
     assert c["verdict"] == "n.s." and c["p"] < stats.ALPHA
     assert (c["direction"], c["under"]) == ("lower", "2.0x")
     from lab.report import text as report_text
