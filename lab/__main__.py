@@ -207,12 +207,25 @@ def cmd_replicate(args) -> int:
     return _emit(text, args.out)
 
 
-def cmd_power(args) -> int:
+def _published_analyses(names: list) -> tuple:
+    """(report folders, their analyses) for the resampling commands, each
+    with the derived per-boot metrics and, for a report made before its
+    scenarios declared tail metrics, today's declarations."""
     import json
-    from .analyse import power, replicate
-    folders = [replicate.report_folder(n) for n in args.reports]
-    analyses = [json.loads((f / "data" / "analysis.json").read_text())
-                for f in folders]
+    from .analyse import analysis, replicate
+    folders = [replicate.report_folder(n) for n in names]
+    analyses = [analysis.with_derived(json.loads(
+        (f / "data" / "analysis.json").read_text())) for f in folders]
+    tail = _scenario_facts()[3]
+    for an in analyses:
+        an.setdefault("tail", {s: tail[s] for s in an["scenarios"]
+                               if s in tail})
+    return folders, analyses
+
+
+def cmd_power(args) -> int:
+    from .analyse import power
+    _, analyses = _published_analyses(args.reports)
     cells = set(filter(None, args.cells.split(",")))
     rows = power.disagreement(analyses, args.boots, args.trials, args.seed,
                               cells)
@@ -221,18 +234,9 @@ def cmd_power(args) -> int:
 
 
 def cmd_calibrate(args) -> int:
-    import json
-    from .analyse import analysis, calibrate, replicate
+    from .analyse import calibrate
     from .base import store
-    folders = [replicate.report_folder(n) for n in args.reports]
-    analyses = [analysis.with_derived(json.loads(
-        (f / "data" / "analysis.json").read_text())) for f in folders]
-    tail = _scenario_facts()[3]
-    for an in analyses:
-        # reports made before a scenario declared its tail metrics are
-        # judged on them as today's scenario files declare them
-        an.setdefault("tail", {s: tail[s] for s in an["scenarios"]
-                               if s in tail})
+    folders, analyses = _published_analyses(args.reports)
     result = calibrate.run(analyses, [f.name for f in folders], args.trials,
                            args.seed)
     command = " ".join(["python3 -m lab calibrate", *args.reports,

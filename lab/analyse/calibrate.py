@@ -186,20 +186,47 @@ def null_controls(analyses: list, names: list) -> list:
     return rows
 
 
-def known_effects(analyses: list, names: list, trials: int, rng) -> list:
-    """A handler_scale control's comparisons against its base, with the
-    share of 5-boot draws from its real boots that find the change."""
+def known_effects(analyses: list, names: list, by_run: dict, trials: int,
+                  rng) -> list:
+    """A handler_scale control's comparisons against its base: its
+    verdicts, the share of 5-boot draws from its real boots that find
+    the change (`drawn`), and the share the injection gives for that
+    change, its measured ratio injected into every boot the reports
+    hold of the base's cell (`injected`), both counting the measured
+    direction only."""
     rows = []
     for an, name in zip(analyses, names):
         for key in an["cells"]:
             scale = an.get("controls", {}).get(key.split("/")[1])
             if not scale:
                 continue
+            scen, var = key.split("/")
+            base = f"{scen}/{an['bases'][var]}"
             for row in _against_base(an, name, key, lead_only=True):
                 row["handler_scale"] = float(scale)
-                row["drawn"] = _redrawn(an, key, row["metric"], trials, rng)
+                way = "lower" if row["ratio"] < 1 else "higher"
+                row["drawn"] = _redrawn(an, key, row["metric"], way,
+                                        trials, rng)
+                boots = [x for vs in by_run.get(base, {}).get(
+                    row["metric"], {}).values() for x in vs]
+                row["injected"] = _injected_at(
+                    np.array(boots), row["metric"], row["ratio"], way,
+                    trials, rng)
                 rows.append(row)
     return rows
+
+
+def _injected_at(pooled, metric: str, r: float, way: str, trials: int,
+                 rng) -> dict:
+    """{rule: share of simulated runs of 5 boots a side that find the
+    change r, injected into the pooled boots, in direction `way`}."""
+    hits = defaultdict(int)
+    for _ in range(trials):
+        v = _scaled(rng.choice(pooled, 5), r, _binary(metric), rng)
+        m = stats.measure(v, rng.choice(pooled, 5), binary=_binary(metric))
+        for rule, verdict in _judge_all(m, metric).items():
+            hits[rule] += verdict == way
+    return {rule: hits[rule] / trials for rule in stats.RULES}
 
 
 def _against_base(an: dict, name: str, key: str,
@@ -229,9 +256,11 @@ def _against_base(an: dict, name: str, key: str,
     return rows
 
 
-def _redrawn(an: dict, key: str, metric: str, trials: int, rng) -> dict:
+def _redrawn(an: dict, key: str, metric: str, way: str, trials: int,
+             rng) -> dict:
     """{rule: share of draws of 5 boots a side, with replacement, from
-    the two cells' real boots, that find a difference}."""
+    the two cells' real boots, that find the change in direction
+    `way`}."""
     scen, var = key.split("/")
     mine = np.array([x for x in an["cells"][key]["per_boot"][metric]
                      if x == x])
@@ -242,7 +271,7 @@ def _redrawn(an: dict, key: str, metric: str, trials: int, rng) -> dict:
         m = stats.measure(rng.choice(mine, 5), rng.choice(theirs, 5),
                           binary=_binary(metric))
         for rule, verdict in _judge_all(m, metric).items():
-            hits[rule] += _found(verdict)
+            hits[rule] += verdict == way
     return {rule: hits[rule] / trials for rule in stats.RULES}
 
 
@@ -268,7 +297,8 @@ def run(analyses: list, names: list, trials: int = 100, seed: int = 1,
                                                          rng)},
         "null_controls": null_controls(analyses, names),
         "injected": injected(by_run, bases, leads, trials, rng, sizes),
-        "known_effects": known_effects(analyses, names, trials, rng),
+        "known_effects": known_effects(analyses, names, by_run, trials,
+                                       rng),
     }
 
 
@@ -360,17 +390,20 @@ def text(result: dict, command: str) -> str:
     else:
         lines += ["The test module's handlers at a known fraction of their "
                   "length on the same kernel: its lead metric against the "
-                  "base, the verdict under each rule, and the share of "
-                  "draws of 5 of its boots against 5 of the base's (with "
-                  "replacement) that find a difference.", "",
+                  "base, the verdict under each rule, and per rule the "
+                  "share of draws of 5 of its boots against 5 of the "
+                  "base's (with replacement) that find the change, beside "
+                  "the share the injection gives for the measured ratio "
+                  "(every boot of the base's cell in these reports).", "",
                   "| report | cell | handlers | ratio of medians | p | "
                   + " | ".join(rules) + " |",
                   "|---|---|---|---|---|" + "---|" * len(rules)]
         lines += [f"| `{r['report']}` | {r['cell']} {r['metric']} | "
                   f"x{r['handler_scale']:g} | {_ratio(round(r['ratio'], 3)) if r['ratio'] else '-'} | "
                   f"{r['p']:.3g} | " + " | ".join(
-                      f"{r['verdicts'][k]}, {100 * r['drawn'][k]:.0f}% of "
-                      f"5-boot draws" for k in rules) + " |"
+                      f"{r['verdicts'][k]}; 5 boots: drawn "
+                      f"{100 * r['drawn'][k]:.0f}%, injected "
+                      f"{100 * r['injected'][k]:.0f}%" for k in rules) + " |"
                   for r in known]
     return "\n".join(lines) + "\n"
 

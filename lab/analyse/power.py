@@ -24,35 +24,39 @@ from collections import defaultdict
 import numpy as np
 
 from ..base import metrics, stats
+from . import analysis
 
 
-def _pooled(analyses: list) -> tuple[dict, dict, dict]:
-    """{cell: {metric: every boot's value}}, bases and leads over the
-    analyses (the first one's base and lead where they differ)."""
+def _pooled(analyses: list) -> tuple[dict, dict, dict, dict]:
+    """{cell: {metric: every boot's value}}, bases, leads and tail
+    metrics over the analyses (the first one's where they differ)."""
     values = defaultdict(lambda: defaultdict(list))
-    bases, lead = {}, {}
+    bases, lead, tail = {}, {}, {}
     for a in analyses:
         for k, v in a["bases"].items():
             bases.setdefault(k, v)
         for k, v in a.get("lead", {}).items():
             lead.setdefault(k, v)
+        for k, v in a.get("tail", {}).items():
+            tail.setdefault(k, v)
         for key, c in a["cells"].items():
             for m, vs in [*c["per_boot"].items(), *c["cost"].items()]:
                 values[key][m] += [x for x in vs if x == x]
-    return values, bases, lead
+    return values, bases, lead, tail
 
 
 def comparisons(analyses: list) -> list:
     """(cell, metric, the variant's boots, the base's boots) for every
     comparison a report of these cells prints."""
-    values, bases, lead = _pooled(analyses)
+    values, bases, lead, tail = _pooled(analyses)
     out = []
     for key in sorted(values):
         scen, var = key.split("/")
         base = f"{scen}/{bases.get(var, var)}"
         if base == key or base not in values:
             continue
-        names = [lead.get(scen, "p99")] + sorted(
+        judged = analysis.judged_tail({"lead": lead, "tail": tail}, scen)
+        names = judged + sorted(
             m for m in values[key] if m in metrics.BY_NAME
             and metrics.get(m) in metrics.COST)
         out += [(key, m, values[key][m], values[base][m]) for m in names
@@ -68,7 +72,8 @@ def finding_rate(variant: list, base: list, metric: str, boots: int,
     found = 0
     for _ in range(trials):
         c = stats.compare(rng.choice(variant, boots), rng.choice(base, boots),
-                          m.better, m.min_effect, m.min_level)
+                          m.better, m.min_effect, m.min_level,
+                          binary=m.unit == "boots")
         found += c["verdict"] in ("lower", "higher")
     return found / trials
 

@@ -114,8 +114,9 @@ LATENCY = [
     # A tail with two modes (a boot's p99 near 70 us or near 1 ms, as
     # 6.1's and 6.12's under filesystem noise): whether a boot is in the
     # high mode, so that a kernel that removes the mode is seen; a cell's
-    # value is the share of its boots.  200 us: over the low mode of
-    # every kernel in idle and fs-noise (49-132 us), under the high one.
+    # value is the share of its boots.  200 us: over the boots of the
+    # kernels that remove the high mode (65-132 us); a few boots of the
+    # others fall between the modes (lab/docs/statistics.md).
     Metric("p99_over_200us", "boots", "lower", "cyclictest",
            "boots whose p99 is over 200 us (the tail's high mode)",
            of_boot=lambda b: _over(b["p99"], 200)),
