@@ -192,6 +192,18 @@ def test_report_from_run_folders(tmp_path):
     assert long_vs["p99"]["q"] < 0.05 and long_vs["p99"]["shown"] == "lower"
     assert a["family_size"] == 8
     assert "p < 0.001, q = 0.005," in text
+    # every comparison of the family is printed in its scenario's block
+    # (ksoftirqd's CPU in idle, a scenario without a load generator, was
+    # once adjusted for and never shown)
+    from lab.analyse import analysis as analysis_
+    for cmp_key, c in a["cells"].items():
+        scen, var = cmp_key.split("/")
+        if "vs_baseline" not in c:
+            continue
+        start = text.index(f"\n  {scen}:")
+        block = text[start:text.find("\n\n", start + 1)]
+        for m in analysis_.printed_metrics(a, cmp_key):
+            assert m in block and var in block, (scen, var, m)
     assert a["cells"]["idle/better"]["vs_baseline"]["p99"]["verdict"] == \
         "n.s."
     assert a["cells"]["idle/better"]["boots"] == [1, 2, 3, 4, 5, 6, 7]
@@ -649,3 +661,21 @@ def test_a_summary_with_every_kind_of_line_and_many_repeats_fits():
     out = " ".join(x.strip() for x in report_text._summary([run], a))
     assert "Unresolved" in out
     assert "Every finding as in the 5 earlier runs of this plan" in out
+
+
+def test_ksoftirqds_cpu_is_printed_where_it_is_judged():
+    """In a scenario whose load has no counters of its own (idle,
+    null-hog), ksoftirqd's CPU is still a comparison of the family: its
+    row is printed, or a report would adjust for more comparisons than
+    it shows."""
+    from lab.report import text as report_text
+    cmp = {"verdict": "higher", "shown": "higher", "ratio": 3.0,
+           "median": [0.3, 0.1]}
+    a = {"variants": ["baseline", "rt"], "withheld": {},
+         "cells": {"idle/baseline": {"cost": {"ksoftirqd_cpu_percent":
+                                              [0.1] * 5}},
+                   "idle/rt": {"cost": {"ksoftirqd_cpu_percent": [0.3] * 5},
+                               "vs_baseline": {"ksoftirqd_cpu_percent":
+                                               cmp}}}}
+    rows = "\n".join(report_text._cost_rows(a, "idle"))
+    assert "rt: ksoftirqd_cpu_percent 0.3 higher x3.00" in rows
