@@ -3,7 +3,9 @@
 PY ?= /usr/bin/python3
 VARIANTS ?=
 SCENARIOS ?=
-BOOTS ?= 5
+# BOOTS=n: a fixed number of boots a cell; without it, `make lab` boots
+# each cell 5 times and 10 where the first look leaves it undecided
+BOOTS ?=
 JOBS ?= $(shell nproc)
 NAME ?= lab
 LAB = $(PY) -m lab
@@ -91,7 +93,7 @@ accel: deps
 # The main job: build, run every (variant, scenario, boot) not yet run,
 # then write reports/<date>-$(NAME)/.  Stopped, it resumes where it was.
 lab: deps
-	@$(LAB) run $(MATRIX) --boots $(BOOTS) --jobs $(JOBS) $(RUNNER_OPTS)
+	@$(LAB) run $(MATRIX) $(if $(BOOTS),--boots $(BOOTS)) --jobs $(JOBS) $(RUNNER_OPTS)
 
 variant: deps
 	@$(LAB) variant add "$(NAME)" --from "$(FROM)"
@@ -100,7 +102,7 @@ variant: deps
 # brings each effect (report reports/<date>-attribute-<VARIANT>).
 attribute: deps
 	@$(LAB) attribute "$(VARIANT)" --scenarios "$(SCENARIOS)" \
-		--boots $(BOOTS) --jobs $(JOBS) $(if $(filter-out lab,$(NAME)),--name "$(NAME)")
+		$(if $(BOOTS),--boots $(BOOTS)) --jobs $(JOBS) $(if $(filter-out lab,$(NAME)),--name "$(NAME)")
 
 mail: deps
 	@$(LAB) mail --name "$(NAME)" $(if $(VARIANT),--variant "$(VARIANT)")

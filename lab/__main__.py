@@ -90,10 +90,19 @@ def cmd_run(args) -> int:
     guestbuild.check_background(scens)
     root = Path(args.results) if args.results else \
         matrix.results_root(args.runner)
-    matrix.run(chosen, scens, args.boots, root,
-               runner=runners.module(args.runner).make(args))
-    return _report(args, root, [v.name for v in chosen],
-                   [s.name for s in scens])
+    names, scen_names = [v.name for v in chosen], [s.name for s in scens]
+    looks = () if args.boots else stats.LOOKS.boots
+
+    def unsettled(results: Path) -> set:
+        from .analyse import analysis
+        _, _, lead, tail = _scenario_facts()
+        a = analysis.analyse(analysis.load(results, names, scen_names),
+                             predicted={}, lead=lead, tail=tail)
+        return analysis.unsettled(a)
+    matrix.run(chosen, scens, args.boots or looks[0], root,
+               runner=runners.module(args.runner).make(args), looks=looks,
+               unsettled=unsettled)
+    return _report(args, root, names, scen_names)
 
 
 def cmd_compare(args) -> int:
@@ -395,9 +404,12 @@ def parse_args(argv):
 
     r = with_matrix(sub.add_parser(
         "run", help="run the matrix (resumable), then write the report"))
-    r.add_argument("--boots", type=positive, default=stats.MIN_BOOTS,
-                   help="boots per cell (default %(default)s: the fewest "
-                   "that give a verdict; a scenario's `boots` asks more)")
+    r.add_argument("--boots", type=positive, default=0,
+                   help="boots per cell, a fixed number (a scenario's "
+                   "`boots` asks more); without it a group-sequential "
+                   "plan: %d boots a cell, %d where the first look leaves "
+                   "a comparison undecided (lab/docs/statistics.md)"
+                   % stats.LOOKS.boots)
     r.add_argument("--jobs", type=positive, default=os.cpu_count() or 1,
                    help="guests run at once (default: the host's cores, "
                    "%(default)s)")

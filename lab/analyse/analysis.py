@@ -5,6 +5,7 @@ and why.  No text and no figures: lab/report/text.py and
 lab/report/plots.py draw from what this returns, lab/report/publish.py writes
 the report.
 """
+import dataclasses
 from collections import defaultdict
 from pathlib import Path
 
@@ -126,6 +127,9 @@ def analyse(runs: list, traces: dict = None, predicted: dict = None,
            "lead": {s: (lead or {}).get(s, "p99") for s in scenarios},
            "tail": {s: list((tail or {})[s]) for s in scenarios
                     if (tail or {}).get(s)},
+           # a group-sequential run's looks, where every run was made
+           # under the same plan (a pool's runs are judged on all boots)
+           "looks": _looks(ok),
            # the A/A and known-effect controls: {variant: its
            # handler_scale, "" for none}
            "controls": {r["variant"]: r["variant_conf"].get(
@@ -190,11 +194,7 @@ def judge(out: dict, predicted: dict, declared: dict = None) -> dict:
         base = out["cells"].get(f"{scen}/{bases[var]}")
         if not base:
             continue
-        strata_ = strata(c, base)
-        vs = {m: _compare(m, c["per_boot"][m], base["per_boot"][m], strata_)
-              for m in BOOT_METRICS}
-        vs.update({m: _compare(m, v, base["cost"][m], strata_)
-                   for m, v in c["cost"].items() if m in base["cost"]})
+        vs = _against_base(out, scen, c, base)
         for m, cmp in vs.items():
             if (scen, var, m) in declared:
                 cmp["unresolved"] = declared[(scen, var, m)]
@@ -267,6 +267,64 @@ def printed_metrics(a: dict, key: str) -> list:
     return sorted(names)
 
 
+def _against_base(a: dict, scen: str, c: dict, base: dict) -> dict:
+    """{metric: comparison} of a cell with its base's: on every boot, or
+    in a group-sequential run (`looks`, stats.Looks) at the first look
+    that settles the scenario's lead and tail metrics, each look on its
+    first boots at its own alpha (the comparison's `look`)."""
+    def at(upto: int = None, alpha: float = None) -> dict:
+        rule = stats.RULE if alpha is None else \
+            dataclasses.replace(stats.RULE, alpha=alpha)
+        mine, theirs = _first(c, upto), _first(base, upto)
+        both = strata(c, base)
+        vs = {m: _compare(m, mine["per_boot"][m], theirs["per_boot"][m],
+                          both, rule) for m in BOOT_METRICS}
+        vs.update({m: _compare(m, v, theirs["cost"][m], both, rule)
+                   for m, v in mine["cost"].items() if m in theirs["cost"]})
+        return vs
+    looks = a.get("looks")
+    if not looks:
+        return at()
+    for k, (upto, alpha) in enumerate(zip(looks["boots"], looks["alpha"])):
+        vs = at(upto, alpha)
+        last = k == len(looks["boots"]) - 1 or min(
+            len(c["boots"]), len(base["boots"])) < looks["boots"][k + 1]
+        settled = all(_settles(vs[m]) for m in judged_tail(a, scen)
+                      if m in vs)
+        if settled or last:
+            for cmp in vs.values():
+                cmp["look"] = k + 1
+            c["settled"] = settled
+            return vs
+
+
+def _settles(cmp: dict) -> bool:
+    """A comparison a look settles: a finding, or shown the same."""
+    return cmp["verdict"] in ("lower", "higher") or bool(cmp.get("same"))
+
+
+def _first(cell: dict, upto: int = None) -> dict:
+    """The cell's per-boot and cost values of its boots numbered up to
+    `upto` (all where None)."""
+    if upto is None:
+        return cell
+    keep = [b <= upto for b in cell["boots"]]
+    return {k: {m: [x for x, ok in zip(vs, keep) if ok]
+                for m, vs in cell[k].items()} for k in ("per_boot", "cost")}
+
+
+def unsettled(a: dict) -> set:
+    """{(variant, scenario)} of the cells a group-sequential run's first
+    look left undecided, with their bases: the cells its second look
+    extends."""
+    out = set()
+    for key, c in a["cells"].items():
+        if c.get("settled") is False:
+            scen, var = key.split("/")
+            out |= {(var, scen), (a["bases"][var], scen)}
+    return out
+
+
 def judged_tail(a: dict, scen: str) -> list:
     """A scenario's lead metric, then those judged beside it: the tail
     quantiles where the lead is not p99, and the scenario's own tail
@@ -288,10 +346,10 @@ def base_of(run: dict) -> str:
 
 
 def _compare(metric: str, variant: list, base: list,
-             strata: tuple = None) -> dict:
+             strata: tuple = None, rule: "stats.Rule" = None) -> dict:
     m = metrics.get(metric)
     return stats.compare(variant, base, m.better, m.min_effect, m.min_level,
-                         strata, binary=m.unit == "boots")
+                         strata, rule, binary=m.unit == "boots")
 
 
 def strata(cell: dict, base: dict):
@@ -300,6 +358,20 @@ def strata(cell: dict, base: dict):
     if "runs" in cell and "runs" in base:
         return cell["runs"], base["runs"]
     return None
+
+
+def _looks(runs: list) -> dict:
+    """The group-sequential plan every run was made under (stats.Looks
+    as {boots, alpha}), or None."""
+    made = {tuple(r.get("looks") or ()) for r in runs}
+    if len(made) != 1 or not next(iter(made)) or \
+            any("pooled_from" in r for r in runs):
+        return None
+    boots = list(next(iter(made)))
+    if boots != list(stats.LOOKS.boots):
+        raise LabError(f"runs made with looks at {boots} boots, the lab's "
+                       f"plan has them at {list(stats.LOOKS.boots)}")
+    return {"boots": boots, "alpha": list(stats.LOOKS.alpha)}
 
 
 def published_verdict(vs: dict) -> str:

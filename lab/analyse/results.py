@@ -228,7 +228,8 @@ def summarize(run_dir: Path) -> dict:
            "kernel": record["kernel"], "qemu": record["qemu"],
            "preemption": preemption(run_dir),
            "variant_conf": record.get("variant_conf", {}),
-           "sweep_of": record.get("scenario", {}).get("sweep_of", "")}
+           "sweep_of": record.get("scenario", {}).get("sweep_of", ""),
+           "looks": record.get("looks", [])}
     if record["status"] != "ok":
         return out
     ct = json.loads((run_dir / "cyclictest.json").read_text())

@@ -271,6 +271,23 @@ RULES = {r.name: r for r in (
 RULE = RULES["floor"]
 
 
+@dataclass(frozen=True)
+class Looks:
+    """A group-sequential plan: every cell gets boots[0] boots; a
+    comparison its lead and tail metrics leave unsettled there (neither
+    a finding nor "same") gets boots[1] for both cells, and is judged
+    again.  The false-finding rate is spent across the looks
+    (Bonferroni: alpha[0] + alpha[1] = the rule's alpha), so looking
+    twice finds no more false differences than one fixed look at
+    alpha.  At 5 boots against 5 the smallest p is 2/252 = 0.0079, so
+    alpha[0] = 0.008 lets the first look decide every separated cell."""
+    boots: tuple = (5, 10)
+    alpha: tuple = (0.008, 0.002)
+
+
+LOOKS = Looks()
+
+
 def measure(variant, base, strata: tuple = None, exact: bool = True,
             binary: bool = False) -> dict:
     """A variant's per-boot values against its base's, before any rule:

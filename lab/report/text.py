@@ -448,7 +448,7 @@ def rules_text(a: dict) -> str:
         f"compared cell's lead metric, the metrics judged beside it, "
         f"its cost metrics and a predicted metric); "
         f"{_rule_bars(rule)}; a significant shift that misses a bar is "
-        f"n.s. A count of boots in a tail's high mode "
+        f"n.s. " + _looks_text(a.get("looks")) + f"A count of boots in a tail's high mode "
         f"(p99_over_200us) is compared by the exact test of two shares, "
         f"its shift the difference of the shares. At least "
         f"{stats.MIN_BOOTS} boots per cell, else 'too few (n)'. "
@@ -466,6 +466,19 @@ def rules_text(a: dict) -> str:
         f"base has n boots. >1ms and missed (periods cyclictest skipped, "
         f"of those due) are medians over boots. Latencies in "
         f"microseconds.")
+
+
+def _looks_text(looks: dict) -> str:
+    """The group-sequential plan a run was made under, in words."""
+    if not looks:
+        return ""
+    (b1, b2), (a1, a2) = looks["boots"], looks["alpha"]
+    return (f"Boots where they decide: every cell got {b1} boots, and a "
+            f"comparison whose lead and tail metrics that look left "
+            f"undecided (no finding, not 'same') got {b2} for both cells; "
+            f"each look is judged on its own boots, the first at p < {a1}, "
+            f"the second at p < {a2}, so that the two looks together find "
+            f"no more false differences than one at {a1 + a2:g}. ")
 
 
 def rates_text(cal: dict) -> str:

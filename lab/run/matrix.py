@@ -49,6 +49,9 @@ class Cell:
     boot: int
     # Drawn anew for every run (a redone run too), recorded in run.json.
     seed: int = field(default_factory=lambda: secrets.randbits(32))
+    # the boots of a group-sequential plan's looks (stats.Looks), () for
+    # a fixed number of boots; recorded in run.json
+    looks: tuple = ()
 
     @property
     def explained(self) -> bool:
@@ -91,25 +94,32 @@ class Cell:
             f"boot-{self.boot}"
 
 
-def plan(variants: list, scenarios: list, boots: int) -> list:
+def plan(variants: list, scenarios: list, boots: int,
+         looks: tuple = ()) -> list:
     """The matrix's runs in the order they run: boot-major, so that
     every cell gets its first boot before any gets a second and a
     stopped matrix is still a usable comparison; a scenario that
     declares more boots than `boots` gets its extra ones last."""
     most = max([boots] + [s.boots for s in scenarios])
-    return [Cell(v, s, k) for k in range(1, most + 1)
+    return [Cell(v, s, k, looks=looks) for k in range(1, most + 1)
             for s in scenarios if k <= max(boots, s.boots)
             for v in variants]
 
 
 def run(variants: list, scenarios: list, boots: int,
-        root: Path = None, accel: qemu.Accel = None, runner=None) -> list:
+        root: Path = None, accel: qemu.Accel = None, runner=None,
+        looks: tuple = (), unsettled=None) -> list:
     """Run every cell not yet finished, `boots` times or as often as its
     scenario asks if more (`boots`); return all cells' run folders.
 
     `accel` overrides the runner's choice (the fidelity study's
     settings).  `runner` (lab/run/runners/) boots the guests; by default
-    QEMU here, one guest at a time.
+    QEMU here, one guest at a time.  With `looks` (the boots of a
+    group-sequential plan, stats.Looks), `boots` is the first look's,
+    and `unsettled(root)` names the cells ({(variant, scenario)}) the
+    first look left undecided: they get the second look's boots.  A
+    stopped run resumes at either look: the cells to extend follow from
+    the first look's results.
     """
     runner = runner or local.Local()
     root = root or results_root(runner.name)
@@ -122,13 +132,26 @@ def run(variants: list, scenarios: list, boots: int,
     accel = accel or runner.accel(built[variants[0].name].image)
     info(f"accelerator: {accel.summary()}")
 
-    cells = plan(variants, scenarios, boots)
-    todo = [c for c in cells if not runfolder.finished(
-        c.folder(root), built[c.variant.name].meta["hash"],
-        c.scenario.digest, accel, runner.name,
-        runfolder.plan_digest(runfolder.PLAN), c.variant.described())]
-    if len(todo) < len(cells):
-        info(f"{len(cells) - len(todo)} of {len(cells)} runs already done; "
-             f"resuming")
-    runner.run(todo, built, initrds, accel, root)
+    def not_done(cells):
+        todo = [c for c in cells if not runfolder.finished(
+            c.folder(root), built[c.variant.name].meta["hash"],
+            c.scenario.digest, accel, runner.name,
+            runfolder.plan_digest(runfolder.PLAN), c.variant.described())]
+        if len(todo) < len(cells):
+            info(f"{len(cells) - len(todo)} of {len(cells)} runs already "
+                 f"done; resuming")
+        return todo
+
+    cells = plan(variants, scenarios, boots, looks)
+    runner.run(not_done(cells), built, initrds, accel, root)
+    if looks:
+        extend = unsettled(root)
+        more = [Cell(v, s, k, looks=looks)
+                for k in range(boots + 1, looks[-1] + 1)
+                for s in scenarios for v in variants
+                if (v.name, s.name) in extend and k > s.boots]
+        info(f"second look: {len(extend)} cells undecided at {boots} "
+             f"boots get {looks[-1]}, {len(more)} runs")
+        runner.run(not_done(more), built, initrds, accel, root)
+        cells += more
     return [c.folder(root) for c in cells]

@@ -238,7 +238,8 @@ def cell_context(c) -> dict:
                          "sweep_of": c.scenario.sweep_of,
                          "nic": c.scenario.nic},
             "variant_conf": c.variant.described(),
-            "boot": c.boot}
+            "boot": c.boot,
+            **({"looks": list(c.looks)} if c.looks else {})}
 
 
 def check_space(root: Path, scenario) -> None:
