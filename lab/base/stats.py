@@ -9,27 +9,32 @@ variant is compared with baseline on those values:
 
 - a two-sided exact permutation test of the rank sums (Mann-Whitney with
   ties as mid-ranks, every split counted): twice the smaller one-sided
-  p, below ALPHA; where runs are pooled (lab/analyse/pool.py), ranked
-  within each run and summed over runs (stratified by run);
+  p, below the rule's alpha; where runs are pooled (lab/analyse/pool.py),
+  ranked within each run and summed over runs (stratified by run); on
+  values of 0 and 1 (a boot in a tail's high mode or not) it is the
+  exact test of two shares;
 - the Hodges-Lehmann shift (median of all variant-minus-baseline
-  differences) with its distribution-free interval;
-- a practical effect: the medians differ by at least RATIO times (where
-  the base's median is 0, no ratio: the difference must pass the floor),
-  and the whole interval of the shift, not only the shift, lies beyond
-  the base cell's boot-to-boot spread (its interquartile range: the
-  noise of the reference; a variant whose own boots scatter widely far
-  above a tight base still differs) and the metric's floor
-  (lab/base/metrics.py, `min_effect`); for a
-  count of rare events, at least one median at the metric's level
-  (`min_level`: enough events for a verdict).  A significant shift that
-  misses any of these is "n.s.", with the reason in `under`.
+  differences) with its distribution-free interval (for 0/1 values the
+  difference of the shares, with Newcombe's interval);
+- what the rule (RULES, RULE) asks beyond the test: the metric's floor
+  cleared by the shift's interval (lab/base/metrics.py, `min_effect`),
+  and in the stricter rules kept for scoring a ratio of medians and the
+  base's boot-to-boot spread; for a count of rare events, at least one
+  median at the metric's level (`min_level`).  A significant shift that
+  misses a bar is "n.s.", with the reason in `under`;
+- "same" where the shift's 90% interval lies within the equivalence
+  margin (two one-sided tests).
 
-All three must hold, with at least MIN_BOOTS boots on each side; with
-fewer the verdict is "not enough boots".  With 5 boots against 5 the
-smallest possible p is 2/252 = 0.008.  Over a report's family of
-comparisons the p-values are then adjusted (bh_adjust: Benjamini and
-Hochberg's false-discovery rate), and the report shows a verdict only
-where q < FDR as well.
+measure() computes the first two, judged() applies a rule, so that one
+test can be judged under every rule (lab/analyse/calibrate.py scores
+them on measured false-finding rates and sensitivity).  At least
+MIN_BOOTS boots on each side, else "not enough boots"; with 5 boots
+against 5 the smallest possible p is 2/252 = 0.008.  Over a report's
+family of comparisons the p-values are then adjusted (bh_adjust:
+Benjamini and Hochberg's false-discovery rate), and the report shows a
+verdict only where q < FDR as well.  Looks (a group-sequential plan)
+splits the rule's alpha between a first look at 5 boots and a second
+at 10.
 """
 import functools
 import math
@@ -47,7 +52,7 @@ RATIO = 2.0
 LEVEL = 0.95            # the Hodges-Lehmann interval
 # "same" needs the shift's 90% interval (two one-sided tests at 5%)
 # inside +-20% of the base's median, or the metric's floor where that
-# is larger (for latencies 20% or 5 us): a margin fixed before looking,
+# is larger (for latencies 20% or 5 us): the ratio fixed before looking,
 # as an equivalence test needs
 EQUIVALENCE_LEVEL = 0.90
 EQUIVALENCE_RATIO = 0.20
@@ -229,7 +234,7 @@ class Rule:
     (lab/docs/statistics.md says how it was chosen)."""
     name: str
     meaning: str
-    alpha: float = 0.01
+    alpha: float = ALPHA
     # medians at least this many times apart (None: no ratio bar)
     ratio: float = None
     # the shift's whole interval beyond the base's interquartile range
