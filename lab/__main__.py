@@ -223,7 +223,7 @@ def _published_analyses(names: list) -> tuple:
     import json
     from .analyse import analysis, replicate
     folders = [replicate.report_folder(n) for n in names]
-    analyses = [analysis.with_derived(json.loads(
+    analyses = [analysis.fill_derived(json.loads(
         (f / "data" / "analysis.json").read_text())) for f in folders]
     tail = _scenario_facts()[3]
     for an in analyses:

@@ -238,7 +238,7 @@ def printed_family(a: dict) -> list:
     return list(family.values())
 
 
-def with_derived(a: dict) -> dict:
+def fill_derived(a: dict) -> dict:
     """A published analysis with each cell's derived per-boot metrics
     (of_boot) filled in where its report predates them; the same
     dict."""
@@ -276,7 +276,7 @@ def _against_base(a: dict, scen: str, c: dict, base: dict) -> dict:
         rule = stats.RULE if alpha is None else \
             dataclasses.replace(stats.RULE, alpha=alpha)
         mine, theirs = _first(c, upto), _first(base, upto)
-        both = strata(c, base)
+        both = strata(c, base) if upto is None else None  # one run's boots
         vs = {m: _compare(m, mine["per_boot"][m], theirs["per_boot"][m],
                           both, rule) for m in BOOT_METRICS}
         vs.update({m: _compare(m, v, theirs["cost"][m], both, rule)

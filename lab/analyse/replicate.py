@@ -206,7 +206,7 @@ def rejudged(a: dict) -> dict:
     current rules (analysis.judge), so that two reports made under
     different rules compare alike; one too old for today's rules (no
     `bases`, or a cell without its values) keeps its printed verdicts."""
-    fresh = analysis.with_derived(copy.deepcopy(a))
+    fresh = analysis.fill_derived(copy.deepcopy(a))
     if not ("bases" in fresh and "withheld" in fresh and all(
             set(analysis.BOOT_METRICS) <= set(c.get("per_boot", ()))
             and "cost" in c for c in fresh["cells"].values())):
