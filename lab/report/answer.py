@@ -103,26 +103,28 @@ def no_finding(vs: dict, unit: str = "us") -> str:
     change" unless the data show it: "same (within 20%)" where the
     shift's 90% interval lies inside the equivalence margin (as a share
     of the base's median, or in the metric's unit where its floor sets
-    the margin), otherwise "unresolved" with its 95% interval ("unresolved,
-    -90% to +129%"): it reaches past the margin."""
+    the margin), otherwise "unresolved" with the shift's 95% interval in
+    the metric's unit ("unresolved, shift -152 to +125 us"): it reaches
+    past the margin."""
     base = abs(vs["median"][1])
     if vs.get("same"):
         if base and vs["margin"] <= stats.EQUIVALENCE_RATIO * base * 1.001:
             return f"same (within {100 * stats.EQUIVALENCE_RATIO:.0f}%)"
         return f"same (within {_amount(vs['margin'], unit)})"
     lo, hi = vs["shift_interval"]
-    if not base:
-        return f"unresolved, {_amount(lo, unit, '+')} to " \
-            f"{_amount(hi, unit, '+')} (base 0)"
-    return f"unresolved, {100 * lo / base:+.0f}% to {100 * hi / base:+.0f}%"
+    return f"unresolved, shift {_amount(lo, unit, '+')} to " \
+        f"{_amount(hi, unit, '+')}"
 
 
 def _amount(v: float, unit: str, sign: str = "") -> str:
-    """An amount in a metric's unit, shares as percentage points."""
+    """An amount in a metric's unit: latencies in us or ms, shares as
+    percentage points."""
     if unit in ("share", "boots"):
         return f"{100 * v:{sign}.3g} points"
     if unit == "%":
         return f"{v:{sign}.3g} points"
+    if unit == "us" and abs(v) >= 1000:
+        return f"{v / 1000:{sign}.3g} ms"
     return f"{v:{sign}.3g} {unit}"
 
 
@@ -173,7 +175,7 @@ def evidence(analysis: dict, rows: list, col: Column) -> str:
                default=0)
     span = f"{boots[0]}" if boots and boots[0] == boots[-1] else \
         f"{boots[0]}-{boots[-1]}" if boots else "0"
-    return f"{runs} run{'s' * (runs != 1)}, {span} boots a cell"
+    return f"{runs} run{'s' * (runs != 1)}, {span} boots"
 
 
 def grid(conf: Path = CONF) -> tuple:
@@ -190,7 +192,7 @@ def table(conf: Path = CONF) -> str:
     for variant, line in zip(rows, cells):
         lines.append(f"| `{variant}` | " +
                      " | ".join(x["text"] for x in line) + " |")
-    lines.append("| evidence | " + " | ".join(
+    lines.append("| runs, boots a cell | " + " | ".join(
         f"[{evidence(_analysis(c.report), rows, c)}](reports/{c.report}/)"
         for c in columns) + " |")
     lines += ["", f"![The answer as a picture](reports/{PICTURE.name})"]

@@ -70,18 +70,21 @@ def test_no_finding_never_reads_as_no_change_without_an_interval():
     assert cell(alike, "mine", col) == "same (within 20%)"
     wide = analysis("n.s.", 0.8, shift_interval=[-27, 38.7], same=False,
                     margin=6.0)
-    assert cell(wide, "mine", col) == "unresolved, -90% to +129%"
+    assert cell(wide, "mine", col) == "unresolved, shift -27 us to +38.7 us"
+    ms = analysis("n.s.", 0.8, shift_interval=[-6400, 1600], same=False,
+                  margin=6.0)
+    assert cell(ms, "mine", col) == "unresolved, shift -6.4 ms to +1.6 ms"
 
 
 def test_the_evidence_row_counts_runs_and_boots():
     col = answer.Column("x", "r", "s", "p99")
     a = analysis("lower", 0.02)
     assert answer.evidence(a, ["baseline", "mine"], col) == \
-        "1 run, 3 boots a cell"
+        "1 run, 3 boots"
     a["cells"]["s/mine"]["runs"] = ["e", "e", "f"]
     a["cells"]["s/mine"]["boots"] = [1, 2, 3, 4]
     assert answer.evidence(a, ["baseline", "mine"], col) == \
-        "2 runs, 3-4 boots a cell"
+        "2 runs, 3-4 boots"
 
 
 def test_a_column_names_one_report(tmp_path):

@@ -123,5 +123,5 @@ def test_no_finding_reads_same_only_inside_the_margin():
     assert wide["verdict"] == "n.s." and not wide["same"]
     lo, hi = wide["shift_interval"]
     assert answer.no_finding(wide) == \
-        f"unresolved, {100 * lo / 1000:+.0f}% to {100 * hi / 1000:+.0f}%"
-    assert answer.no_finding(wide).startswith("unresolved, -")
+        f"unresolved, shift {lo:+.3g} us to {hi:+.3g} us"
+    assert answer.no_finding(wide).startswith("unresolved, shift -")
