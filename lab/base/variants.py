@@ -106,6 +106,13 @@ class Variant:
         return load(self.folder.parent / other) if other else self
 
     @property
+    def explains(self) -> bool:
+        """Whether its first boot of a cell runs the explaining phases
+        (traces, rtla, the probe): a control boots its base's kernel,
+        whose own first boot explains it."""
+        return self.get("role") != "control"
+
+    @property
     def is_null_control(self) -> bool:
         """An A/A control: its base's kernel and boot under another name,
         nothing changed, so any finding against the base is false."""

@@ -55,7 +55,7 @@ class Cell:
 
     @property
     def explained(self) -> bool:
-        return self.boot <= EXPLAINED_BOOTS
+        return self.boot <= EXPLAINED_BOOTS and self.variant.explains
 
     @property
     def traced(self) -> bool:

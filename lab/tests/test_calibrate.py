@@ -125,3 +125,24 @@ def test_no_finding_reads_same_only_inside_the_margin():
     assert answer.no_finding(wide) == \
         f"unresolved, shift {lo:+.3g} us to {hi:+.3g} us"
     assert answer.no_finding(wide).startswith("unresolved, shift -")
+
+
+def test_the_controls_boot_as_their_base_and_explain_nothing_of_their_own():
+    """baseline-aa and baseline-4ms boot baseline's kernel; their first
+    boot runs no trace, rtla or probe phase (baseline's explains them);
+    baseline-4ms's handlers are 0.8 of the scenario's, nothing else."""
+    from lab.base import variants
+    from lab.run import matrix, scenario
+    aa, known, base = (variants.select(n)[0] for n in
+                       ("baseline-aa", "baseline-4ms", "baseline"))
+    assert aa.kernel_variant().name == known.kernel_variant().name == \
+        "baseline"
+    assert aa.is_null_control and not known.is_null_control
+    long = scenario.select("long-block")[0]
+    assert matrix.Cell(base, long, 1).explained
+    assert not matrix.Cell(aa, long, 1).explained
+    env = matrix.Cell(known, long, 2).plan_env()
+    assert env["MODULE_ARGS"] == long.module.replace("spin_us=5000",
+                                                     "spin_us=4000")
+    assert matrix.Cell(aa, long, 2, seed=7).plan_env() == \
+        matrix.Cell(base, long, 2, seed=7).plan_env()

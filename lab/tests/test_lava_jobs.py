@@ -25,7 +25,7 @@ def make_cell(tmp_path, extra=""):
     path.write_text("description = test\nduration = 3\n"
                     "module = vector=block spin_us=5000 cpu=0\n" + extra)
     return matrix.Cell(SimpleNamespace(name="baseline", append="",
-                                       plan_env=dict,
+                                       plan_env=dict, explains=True,
                                        module_args=lambda args: args),
                        scenario.parse(path), 1)
 

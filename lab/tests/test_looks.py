@@ -66,6 +66,8 @@ def test_the_looks_spend_the_rules_alpha():
 def test_the_matrix_gives_the_second_look_to_undecided_cells_only(
         tmp_path, monkeypatch):
     class V:
+        explains = True
+
         def __init__(self, name):
             self.name, self.append = name, ""
 

@@ -100,6 +100,8 @@ def test_finished_means_ok_or_failed_with_the_same_inputs(tmp_path):
 def test_run_resumes_and_redoes_only_unfinished_cells(tmp_path,
                                                       monkeypatch):
     class V:
+        explains = True
+
         def __init__(self, name):
             self.name = name
             self.append = ""
@@ -260,6 +262,8 @@ def test_compare_without_results_is_a_clear_error(tmp_path):
 
 def _two_cells(tmp_path):
     class V:
+        explains = True
+
         def __init__(self, name):
             self.name = name
             self.append = ""
@@ -628,7 +632,7 @@ def test_a_traced_boot_has_room_for_a_slow_trace_phase(tmp_path):
     against a watchdog of 144 s (3 x 28 s expected + 60)."""
     nic = Scenario(name="nic-rx", path=tmp_path / "nic-rx.scenario",
                    description="x", duration=10, trace=100, nic=0)
-    v = SimpleNamespace(name="zijlstra-6.12", append="")
+    v = SimpleNamespace(name="zijlstra-6.12", append="", explains=True)
     traced, untraced = (matrix.Cell(v, nic, b) for b in (1, 2))
     assert traced.traced and not untraced.traced
     assert untraced.watchdog_seconds() == 3 * (10 + 8) + 60
