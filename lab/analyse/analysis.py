@@ -278,7 +278,8 @@ def _against_base(a: dict, scen: str, c: dict, base: dict) -> dict:
         mine, theirs = _first(c, upto), _first(base, upto)
         both = strata(c, base) if upto is None else None  # one run's boots
         vs = {m: _compare(m, mine["per_boot"][m], theirs["per_boot"][m],
-                          both, rule) for m in BOOT_METRICS}
+                          both, rule) for m in BOOT_METRICS
+              if m in mine["per_boot"] and m in theirs["per_boot"]}
         vs.update({m: _compare(m, v, theirs["cost"][m], both, rule)
                    for m, v in mine["cost"].items() if m in theirs["cost"]})
         return vs

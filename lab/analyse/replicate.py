@@ -205,11 +205,20 @@ def rejudged(a: dict) -> dict:
     """A published analysis with its verdicts made again under the lab's
     current rules (analysis.judge), so that two reports made under
     different rules compare alike; one too old for today's rules (no
-    `bases`, or a cell without its values) keeps its printed verdicts."""
+    `bases`, or a cell without its values) keeps its printed verdicts.
+    A metric the report predates (in no cell) is left unjudged, unless
+    a scenario leads with it or names it as its tail."""
     fresh = analysis.fill_derived(copy.deepcopy(a))
+    cells = fresh["cells"]
+    had = set().union(*(c.get("per_boot", {}) for c in cells.values()))
+    needed = (set(analysis.BOOT_METRICS) & had) | {
+        m for key in cells for m in (
+            analysis.lead_of(fresh, key.split("/")[0]),
+            *fresh.get("tail", {}).get(key.split("/")[0], ()))
+        if m in analysis.BOOT_METRICS}
     if not ("bases" in fresh and "withheld" in fresh and all(
-            set(analysis.BOOT_METRICS) <= set(c.get("per_boot", ()))
-            and "cost" in c for c in fresh["cells"].values())):
+            needed <= set(c.get("per_boot", ())) and "cost" in c
+            for c in cells.values())):
         return a
     for c in fresh["cells"].values():
         for k in ("vs_baseline", "vs_other_generation", "prediction"):

@@ -19,6 +19,7 @@ table is the one the reports give.
 import functools
 import json
 import math
+import statistics
 import re
 import textwrap
 from dataclasses import dataclass
@@ -147,8 +148,8 @@ def judge(analysis: dict, variant: str, col: Column) -> dict:
             c.get("cost", {}).get(col.metric)
         if not vals:
             return {"text": "-", "score": None}
-        vals = sorted(v for v in vals if v == v)
-        return {"text": _value(vals[len(vals) // 2],
+        vals = [v for v in vals if v == v]
+        return {"text": _value(statistics.median(vals),
                                metrics.get(col.metric).unit),
                 "score": None, "base": True}
     vs = c.get("vs_baseline", {}).get(col.metric)    # vs the row's base

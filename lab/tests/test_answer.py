@@ -49,6 +49,10 @@ def test_a_cell_reads_as_better_or_worse_with_its_ratio():
     col = answer.Column("x", "r", "s", "p99")
     assert cell(analysis("lower", 0.02), "mine", col) == "better x0.02"
     assert cell(analysis("lower", 0.02), "baseline", col) == "20 us"
+    # a base's value is its median, between the middle two of an even count
+    even = analysis("lower", 0.02)
+    even["cells"]["s/baseline"]["per_boot"]["p99"] = [30, 10, 20, 40]
+    assert cell(even, "baseline", col) == "25 us"
     kpps = answer.Column("x", "r", "s", "nic_app_kpps")
     assert cell(analysis("lower", 0.01, "nic_app_kpps"), "mine", kpps) == \
         "worse x0.01"

@@ -1,5 +1,7 @@
 """`python3 -m lab replicate`: what differs in how two reports were
 made, whether they are a repeat, and which verdicts agree."""
+import copy
+
 import pytest
 
 from lab.analyse import replicate
@@ -147,6 +149,18 @@ def test_verdicts_are_compared_under_the_current_rules():
         "lower"
     assert old["cells"]["long/mine"]["vs_baseline"]["p99"]["shown"] == \
         "n.s."                              # the published one untouched
+    # a metric the report predates, in no cell, is left unjudged: the
+    # rest is judged again
+    predates = copy.deepcopy(old)
+    for c in predates["cells"].values():
+        del c["per_boot"]["p99.99"]
+    partly = replicate.rejudged(predates)
+    assert partly["cells"]["long/mine"]["vs_baseline"]["p99"]["shown"] == \
+        "lower"
+    assert "p99.99" not in partly["cells"]["long/mine"]["vs_baseline"]
+    # ... unless the scenario is judged by it: then kept as printed
+    predates["lead"] = {"long": "p99.99"}
+    assert replicate.rejudged(predates) is predates
     # too old for today's rules (no per-boot values): kept as printed
     del old["cells"]["long/mine"]["per_boot"]
     assert replicate.rejudged(old) is old
