@@ -270,8 +270,11 @@ def printed_metrics(a: dict, key: str) -> list:
 def _against_base(a: dict, scen: str, c: dict, base: dict) -> dict:
     """{metric: comparison} of a cell with its base's: on every boot, or
     in a group-sequential run (`looks`, stats.Looks) at the first look
-    that settles the scenario's lead and tail metrics, each look on its
-    first boots at its own alpha (the comparison's `look`)."""
+    that settles the scenario's lead and tail metrics, each look on the
+    first boots the cells have at its own alpha (the comparison's
+    `look`).  The last look a cell reaches takes every boot it has, so
+    a failed boot or a scenario's extra boots never leave boots
+    unjudged or a cell stuck before its last look."""
     def at(upto: int = None, alpha: float = None) -> dict:
         rule = stats.RULE if alpha is None else \
             dataclasses.replace(stats.RULE, alpha=alpha)
@@ -286,10 +289,10 @@ def _against_base(a: dict, scen: str, c: dict, base: dict) -> dict:
     looks = a.get("looks")
     if not looks:
         return at()
+    have = min(len(c["boots"]), len(base["boots"]))
     for k, (upto, alpha) in enumerate(zip(looks["boots"], looks["alpha"])):
-        vs = at(upto, alpha)
-        last = k == len(looks["boots"]) - 1 or min(
-            len(c["boots"]), len(base["boots"])) < looks["boots"][k + 1]
+        last = k == len(looks["boots"]) - 1 or have <= upto
+        vs = at(None if last else upto, alpha)
         settled = all(_settles(vs[m]) for m in judged_tail(a, scen)
                       if m in vs)
         if settled or last:
@@ -305,11 +308,12 @@ def _settles(cmp: dict) -> bool:
 
 
 def _first(cell: dict, upto: int = None) -> dict:
-    """The cell's per-boot and cost values of its boots numbered up to
-    `upto` (all where None)."""
+    """The cell's per-boot and cost values of its first `upto` boots (all
+    where None)."""
     if upto is None:
         return cell
-    keep = [b <= upto for b in cell["boots"]]
+    first = set(sorted(cell["boots"])[:upto])
+    keep = [b in first for b in cell["boots"]]
     return {k: {m: [x for x, ok in zip(vs, keep) if ok]
                 for m, vs in cell[k].items()} for k in ("per_boot", "cost")}
 
@@ -350,7 +354,7 @@ def _compare(metric: str, variant: list, base: list,
              strata: tuple = None, rule: "stats.Rule" = None) -> dict:
     m = metrics.get(metric)
     return stats.compare(variant, base, m.better, m.min_effect, m.min_level,
-                         strata, rule, binary=m.unit == "boots")
+                         strata, rule, binary=m.binary)
 
 
 def strata(cell: dict, base: dict):

@@ -122,14 +122,26 @@ def relabelled(by_run: dict, runs_at_a_time: int, trials: int,
 
 
 def _binary(metric: str) -> bool:
-    """A count of boots (0 or 1 a boot), compared as two shares."""
-    return metrics.get(metric).unit == "boots"
+    return metrics.get(metric).binary
 
 
 def _scaled(values: np.ndarray, r: float, binary: bool, rng):
     if binary:
         return values * (rng.random(len(values)) < r)
     return values * r
+
+
+def _share_found(draw, metric: str, way: str, trials: int) -> dict:
+    """{rule: share of `trials` simulated comparisons, each of the two
+    samples `draw()` returns, that find a change in direction `way`}."""
+    hits = defaultdict(int)
+    for _ in range(trials):
+        mine, theirs = draw()
+        m = stats.measure(mine, theirs, exact=len(mine) < EXACT_UP_TO,
+                          binary=_binary(metric))
+        for rule, verdict in _judge_all(m, metric).items():
+            hits[rule] += verdict == way
+    return {rule: hits[rule] / trials for rule in stats.RULES}
 
 
 def injected(by_run: dict, bases: dict, leads: dict, trials: int, rng,
@@ -144,22 +156,21 @@ def injected(by_run: dict, bases: dict, leads: dict, trials: int, rng,
         for metric in leads.get(scen, ("p99",)):
             pooled = np.array([x for vs in by_run[key].get(metric, {}).values()
                                for x in vs])
-            if len(pooled) < 10 or not np.median(pooled):
-                continue
             binary = _binary(metric)
+            # a share of boots in a tail's high mode, under a half, has a
+            # median of 0 and still a change to find
+            if len(pooled) < 10 or not (pooled.mean() if binary
+                                        else np.median(pooled)):
+                continue
             rate = {rule: {n: {} for n in sizes} for rule in stats.RULES}
             for n in sizes:
                 for r in ratios:
-                    hits = defaultdict(int)
-                    for _ in range(trials):
-                        v = _scaled(rng.choice(pooled, n), r, binary, rng)
-                        m = stats.measure(v, rng.choice(pooled, n),
-                                          exact=n < EXACT_UP_TO,
-                                          binary=binary)
-                        for rule, verdict in _judge_all(m, metric).items():
-                            hits[rule] += verdict == "lower"
+                    found = _share_found(
+                        lambda: (_scaled(rng.choice(pooled, n), r, binary,
+                                         rng), rng.choice(pooled, n)),
+                        metric, "lower", trials)
                     for rule in stats.RULES:
-                        rate[rule][n][r] = hits[rule] / trials
+                        rate[rule][n][r] = found[rule]
             rows.append({"cell": key, "metric": metric,
                          "boots": len(pooled), "rate": rate})
     return rows
@@ -204,14 +215,15 @@ def known_effects(analyses: list, names: list, by_run: dict, trials: int,
             base = f"{scen}/{an['bases'][var]}"
             for row in _against_base(an, name, key, lead_only=True):
                 row["handler_scale"] = float(scale)
-                way = "lower" if row["ratio"] < 1 else "higher"
+                way = "lower" if row["shift"] < 0 else "higher"
                 row["drawn"] = _redrawn(an, key, row["metric"], way,
                                         trials, rng)
                 boots = [x for vs in by_run.get(base, {}).get(
                     row["metric"], {}).values() for x in vs]
+                # a ratio over a base median of 0 is none to inject
                 row["injected"] = _injected_at(
                     np.array(boots), row["metric"], row["ratio"], way,
-                    trials, rng)
+                    trials, rng) if row["ratio"] else None
                 rows.append(row)
     return rows
 
@@ -220,13 +232,9 @@ def _injected_at(pooled, metric: str, r: float, way: str, trials: int,
                  rng) -> dict:
     """{rule: share of simulated runs of 5 boots a side that find the
     change r, injected into the pooled boots, in direction `way`}."""
-    hits = defaultdict(int)
-    for _ in range(trials):
-        v = _scaled(rng.choice(pooled, 5), r, _binary(metric), rng)
-        m = stats.measure(v, rng.choice(pooled, 5), binary=_binary(metric))
-        for rule, verdict in _judge_all(m, metric).items():
-            hits[rule] += verdict == way
-    return {rule: hits[rule] / trials for rule in stats.RULES}
+    return _share_found(
+        lambda: (_scaled(rng.choice(pooled, 5), r, _binary(metric), rng),
+                 rng.choice(pooled, 5)), metric, way, trials)
 
 
 def _against_base(an: dict, name: str, key: str,
@@ -250,7 +258,7 @@ def _against_base(an: dict, name: str, key: str,
             continue
         printed = c.get("vs_baseline", {}).get(metric, {})
         rows.append({"report": name, "cell": key, "metric": metric,
-                     "ratio": m["ratio"], "p": m["p"],
+                     "ratio": m["ratio"], "shift": m["shift"], "p": m["p"],
                      "printed": printed.get("shown", ""),
                      "verdicts": _judge_all(m, metric)})
     return rows
@@ -266,13 +274,8 @@ def _redrawn(an: dict, key: str, metric: str, way: str, trials: int,
                      if x == x])
     theirs = np.array([x for x in an["cells"][
         f"{scen}/{an['bases'][var]}"]["per_boot"][metric] if x == x])
-    hits = defaultdict(int)
-    for _ in range(trials):
-        m = stats.measure(rng.choice(mine, 5), rng.choice(theirs, 5),
-                          binary=_binary(metric))
-        for rule, verdict in _judge_all(m, metric).items():
-            hits[rule] += verdict == way
-    return {rule: hits[rule] / trials for rule in stats.RULES}
+    return _share_found(lambda: (rng.choice(mine, 5), rng.choice(theirs, 5)),
+                        metric, way, trials)
 
 
 def run(analyses: list, names: list, trials: int = 100, seed: int = 1,
@@ -315,8 +318,9 @@ def summary(result: dict, rule: str, n: int, power: float = 0.8) -> str:
     """The median over lead metrics of the change `rule` finds in
     `power` of runs of n boots a side (a metric it never finds counts
     as the worst)."""
-    found = sorted((detectable(row["rate"][rule][n], power) or 0.0)
-                   for row in result["injected"])
+    found = sorted((detectable(row["rate"][rule][n], power)
+                    for row in result["injected"]),
+                   key=lambda r: -1 if r is None else r)
     return _ratio(found[(len(found) - 1) // 2]) if found else "-"
 
 
@@ -398,12 +402,16 @@ def text(result: dict, command: str) -> str:
                   "| report | cell | handlers | ratio of medians | p | "
                   + " | ".join(rules) + " |",
                   "|---|---|---|---|---|" + "---|" * len(rules)]
+        def share(r: dict, k: str) -> str:
+            return f"{100 * r['injected'][k]:.0f}%" if r["injected"] \
+                else "- (base median 0)"
         lines += [f"| `{r['report']}` | {r['cell']} {r['metric']} | "
-                  f"x{r['handler_scale']:g} | {_ratio(round(r['ratio'], 3)) if r['ratio'] else '-'} | "
-                  f"{r['p']:.3g} | " + " | ".join(
+                  f"x{r['handler_scale']:g} | "
+                  f"{_ratio(round(r['ratio'], 3) if r['ratio'] else None)}"
+                  f" | {r['p']:.3g} | " + " | ".join(
                       f"{r['verdicts'][k]}; 5 boots: drawn "
-                      f"{100 * r['drawn'][k]:.0f}%, injected "
-                      f"{100 * r['injected'][k]:.0f}%" for k in rules) + " |"
+                      f"{100 * r['drawn'][k]:.0f}%, injected {share(r, k)}"
+                      for k in rules) + " |"
                   for r in known]
     return "\n".join(lines) + "\n"
 

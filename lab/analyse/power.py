@@ -73,7 +73,7 @@ def finding_rate(variant: list, base: list, metric: str, boots: int,
     for _ in range(trials):
         c = stats.compare(rng.choice(variant, boots), rng.choice(base, boots),
                           m.better, m.min_effect, m.min_level,
-                          binary=m.unit == "boots")
+                          binary=m.binary)
         found += c["verdict"] in ("lower", "higher")
     return found / trials
 

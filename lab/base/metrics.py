@@ -52,6 +52,11 @@ class Metric:
     def min_effect(self) -> float:
         return FLOORS[self.unit] if self.floor is None else self.floor
 
+    @property
+    def binary(self) -> bool:
+        """A count of boots (0 or 1 a boot), compared as two shares."""
+        return self.unit == "boots"
+
 
 # The smallest effect worth a verdict, per unit.  Latencies: 5 us, under
 # the lab's idle p99 spread between boots (34-61 us) and above the 1 us

@@ -113,7 +113,7 @@ class Variant:
         return self.get("role") != "control"
 
     @property
-    def is_null_control(self) -> bool:
+    def is_aa_control(self) -> bool:
         """An A/A control: its base's kernel and boot under another name,
         nothing changed, so any finding against the base is false."""
         return self.get("role") == "control" and self.handler_scale == 1
@@ -241,13 +241,16 @@ def parse_conf(folder: Path) -> tuple:
                                f"another's kernel itself: name that one")
         if key == "handler_scale":
             try:
-                ok = 0 < float(value) <= 4
+                ok = 0 < float(value) <= 4 and float(value) != 1
             except ValueError:
                 ok = False
             if not ok:
+                # 1 would be an A/A control that calibrate counted as a
+                # known effect of x1: an A/A control leaves the key out
                 raise LabError(f"{where}: handler_scale = {value!r}: a "
-                               f"factor over 0 and at most 4 (0.8: each "
-                               f"handler 80% as long)")
+                               f"factor over 0, at most 4 and not 1 (0.8: "
+                               f"each handler 80% as long; an A/A control "
+                               f"has none)")
         conf[key] = value
     _check_base(folder, conf, path)
     if conf["role"] == "control" and (

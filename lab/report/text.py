@@ -426,12 +426,13 @@ def _rule_bars(rule: "stats.Rule") -> str:
     if rule.ratio:
         bars.append(f"medians {rule.ratio:g}x apart or more (where the "
                     f"base's median is 0, the difference instead)")
-    where = "whose whole interval (at least 95%) lies" if \
-        rule.floor_by == "interval" else "that lies"
+    where = f"whose whole interval (at least {stats.LEVEL:.0%}) lies" \
+        if rule.floor_by == "interval" else "that lies"
     beyond = "the base's boot-to-boot spread (interquartile range) and " \
         if rule.spread else ""
     bars.append(f"a Hodges-Lehmann shift {where} beyond {beyond}the "
-                f"metric's floor (5 us for latencies; lab/base/metrics.py)")
+                f"metric's floor ({metrics.FLOORS['us']:g} us for latencies; "
+                f"lab/base/metrics.py)")
     return "; and ".join(bars)
 
 
@@ -448,11 +449,11 @@ def rules_text(a: dict) -> str:
         f"compared cell's lead metric, the metrics judged beside it, "
         f"its cost metrics and a predicted metric); "
         f"{_rule_bars(rule)}; a significant shift that misses a bar is "
-        f"n.s. " + _looks_text(a.get("looks")) + f"A count of boots in a tail's high mode "
-        f"(p99_over_200us) is compared by the exact test of two shares, "
-        f"its shift the difference of the shares. At least "
+        f"n.s. " + _looks_text(a.get("looks")) + _shares_text(a) +
+        f"At least "
         f"{stats.MIN_BOOTS} boots per cell, else 'too few (n)'. "
-        f"'same': no finding, and the shift's 90% interval lies within "
+        f"'same': no finding, and the shift's "
+        f"{stats.EQUIVALENCE_LEVEL:.0%} interval lies within "
         f"{stats.EQUIVALENCE_RATIO:.0%} of the base's median (or the "
         f"metric's floor where larger); 'n.s.' alone is no finding and not 'the same': "
         f"the interval reaches past that margin. "
@@ -468,6 +469,18 @@ def rules_text(a: dict) -> str:
         f"microseconds.")
 
 
+def _shares_text(a: dict) -> str:
+    """How the counts of boots in a tail's high mode are judged, where a
+    scenario names one."""
+    shares = sorted({m for ms in a.get("tail", {}).values() for m in ms
+                     if metrics.get(m).binary})
+    if not shares:
+        return ""
+    return (f"A count of boots in a tail's high mode ({', '.join(shares)}) "
+            f"is compared by the exact test of two shares, its shift the "
+            f"difference of the shares. ")
+
+
 def _looks_text(looks: dict) -> str:
     """The group-sequential plan a run was made under, in words."""
     if not looks:
@@ -476,8 +489,8 @@ def _looks_text(looks: dict) -> str:
     return (f"Boots where they decide: every cell got {b1} boots, and a "
             f"comparison whose lead and tail metrics that look left "
             f"undecided (no finding, not 'same') got {b2} for both cells; "
-            f"each look is judged on its own boots, the first at p < {a1}, "
-            f"the second at p < {a2}, so that the two looks together find "
+            f"each look judges every boot measured by then, the first at "
+            f"p < {a1}, the second at p < {a2}, so that the two looks together find "
             f"no more false differences than one at {a1 + a2:g}. ")
 
 

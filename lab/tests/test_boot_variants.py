@@ -155,7 +155,7 @@ def test_the_aa_control_boots_its_bases_own_image(built, health_runs):
     command line and guest under a second name: its run.json records the
     base's kernel hash, its initramfs holds the same files, and its
     kernel command line is the base's."""
-    controls = [v for v in ALL if v.is_null_control and v.base in built]
+    controls = [v for v in ALL if v.is_aa_control and v.base in built]
     if not controls:
         pytest.skip("no A/A control among the guest variants")
     for v in controls:

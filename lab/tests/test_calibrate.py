@@ -137,7 +137,7 @@ def test_the_controls_boot_as_their_base_and_explain_nothing_of_their_own():
                        ("baseline-aa", "baseline-4ms", "baseline"))
     assert aa.kernel_variant().name == known.kernel_variant().name == \
         "baseline"
-    assert aa.is_null_control and not known.is_null_control
+    assert aa.is_aa_control and not known.is_aa_control
     long = scenario.select("long-block")[0]
     assert matrix.Cell(base, long, 1).explained
     assert not matrix.Cell(aa, long, 1).explained
@@ -146,3 +146,20 @@ def test_the_controls_boot_as_their_base_and_explain_nothing_of_their_own():
                                                      "spin_us=4000")
     assert matrix.Cell(aa, long, 2, seed=7).plan_env() == \
         matrix.Cell(base, long, 2, seed=7).plan_env()
+
+
+def test_a_rare_high_mode_is_still_calibrated_and_a_never_found_change_reads_dash():
+    """A share of boots in a tail's high mode under a half has a median
+    of 0, yet the injection still asks how often its removal is found;
+    a metric no ratio makes findable counts as the worst in the summary
+    and reads "-", not "x0"."""
+    rng = np.random.default_rng(5)
+    rare = {"s/base": {"p99_over_200us": {
+        "r0": list((rng.random(60) < 0.3).astype(float))}}}
+    rows = calibrate.injected(rare, {"base": "base"},
+                              {"s": ("p99_over_200us",)}, 20,
+                              np.random.default_rng(1), sizes=(5,),
+                              ratios=(0.5,))
+    assert [r["metric"] for r in rows] == ["p99_over_200us"]
+    never = {"injected": [{"rate": {"floor": {5: {0.5: 0.0, 0.1: 0.0}}}}]}
+    assert calibrate.summary(never, "floor", 5) == "-"

@@ -1,6 +1,6 @@
 """The group-sequential plan: every cell gets 5 boots, a comparison the
-first look leaves undecided gets 10 for both cells, and each look is
-judged on its own boots at its own share of the false-finding rate
+first look leaves undecided gets 10 for both cells, and each look judges
+the boots measured by then at its own share of the false-finding rate
 (stats.Looks, analysis._against_base, matrix.run)."""
 from lab.analyse import analysis
 from lab.base import stats, variants
@@ -55,6 +55,24 @@ def test_an_undecided_cell_is_judged_again_on_ten_boots_at_its_alpha():
     fixed = judged({"s/baseline": cell(BASE), "s/mine": cell(mine)},
                    looks=False)
     assert "look" not in fixed["cells"]["s/mine"]["vs_baseline"]["p99"]
+
+
+def test_a_failed_boot_neither_sticks_a_cell_nor_leaves_boots_unjudged():
+    """Boot 3 of the cell failed: its first look takes its first five
+    boots there are (1, 2, 4, 5, 6), and its second, with nine, every
+    boot it has; so do a scenario's boots past the last look."""
+    mine = [600, 1400, 700, 650, 620, 600, 610, 620, 630]
+    failed = cell(mine, boots=[1, 2, 4, 5, 6, 7, 8, 9, 10])
+    a = judged({"s/baseline": cell(BASE), "s/mine": failed})
+    vs = a["cells"]["s/mine"]["vs_baseline"]["p99"]
+    assert vs["look"] == 2 and vs["boots"] == [9, 10]
+    # p = 0.003: a finding at one look's 0.01, not at the second's 0.002
+    assert vs["verdict"] == "n.s." and vs["p"] < 0.01
+    assert analysis._first(failed, 5)["per_boot"]["p99"] == mine[:5]
+    fifteen = judged({"s/baseline": cell(BASE + BASE[:5]),
+                      "s/mine": cell(mine + mine[:6])})
+    assert fifteen["cells"]["s/mine"]["vs_baseline"]["p99"]["boots"] == \
+        [15, 15]
 
 
 def test_the_looks_spend_the_rules_alpha():

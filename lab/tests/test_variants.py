@@ -173,6 +173,10 @@ def test_a_setup_script_reaches_the_plan_and_the_record(variant_root):
      r"linux-image-<abi>-<flavour>"),
     ("kernel = mid\npackage = linux-image-6.1.0-57-amd64\n",
      r"variant.conf: kernel and package both given"),
+    ("handler_scale = 1\n", r"variant.conf:1: handler_scale = '1': a "
+     r"factor over 0, at most 4 and not 1"),
+    ("handler_scale = 0.8\n", r"variant.conf: handler_scale changes the "
+     r"load, not the kernel"),
 ])
 def test_a_bad_variant_conf_names_file_and_line(variant_root, text, error):
     make_variant(variant_root, "baseline")
