@@ -1,4 +1,5 @@
 """Faults the host side must meet with a clear message and no loss."""
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -117,3 +118,72 @@ def test_a_cache_that_cannot_be_written_is_named(monkeypatch, capsys):
     err = capsys.readouterr().err
     assert "error: /sys/lab-cache: Operation not permitted" in err
     assert "set LAB_CACHE" in err and "Traceback" not in err
+
+
+# A python3 that only records what the Makefile asked of it, one JSON
+# line a call: make's recipes are tested without the lab running.
+RECORDER = """#!/usr/bin/python3
+import json, sys
+with open(sys.argv[0] + ".calls", "a") as f:
+    f.write(json.dumps(sys.argv[1:]) + "\\n")
+"""
+
+
+def make_calls(tmp_path, *args) -> list:
+    """`make args` in the repository with PY the recorder and `deps` not
+    run; the lab's argument lists it made.  The environment is PATH only:
+    an outer make's MAKEFLAGS (make test) must not reach this one."""
+    py = tmp_path / "python3"
+    py.write_text(RECORDER)
+    py.chmod(0o755)
+    calls = py.with_name("python3.calls")
+    calls.unlink(missing_ok=True)
+    r = subprocess.run(["make", "-s", "-C", str(paths.REPO), "-o", "deps",
+                        f"PY={py}", *args], capture_output=True, text=True,
+                       env={"PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0, r.stderr
+    return [json.loads(x) for x in calls.read_text().splitlines()] \
+        if calls.is_file() else []
+
+
+@pytest.mark.parametrize("target, variable, option", [
+    ("variant", "NAME", "add"),
+    ("variant", "FROM", "--from"),
+    ("compare", "SCENARIOS", "--scenarios"),
+    ("compare", "VARIANTS", "--variants"),
+    ("compare", "NAME", "--name"),
+    ("compare", "RUNNER", "--runner"),
+    ("lab", "BOOTS", "--boots"),
+    ("lab", "JOBS", "--jobs"),
+    ("lab", "LAVA_URI", "--lava-uri"),
+    ("lab", "LAVA_QEMU", "--lava-qemu"),
+    ("mail", "NAME", "--name"),
+    ("mail", "VARIANT", "--variant"),
+    ("attribute", "VARIANT", "attribute"),
+    ("replicate", "A", "replicate"),
+    ("replicate", "B", ""),     # after A, empty
+    ("pool", "NAME", "--name"),
+])
+def test_make_variables_reach_the_lab_as_data(tmp_path, target, variable,
+                                              option):
+    """Issue 53: `make variant 'NAME=x";touch /tmp/p;"'` ran the touch,
+    and `NAME=x$(touch ...)` became `x`: a make variable is data, byte
+    for byte, never shell text nor make's."""
+    marker = tmp_path / "ran"
+    value = (f'x";touch {marker};"`touch {marker}`$(touch {marker})'
+             f"$(shell touch {marker})'$$HOME $$(touch {marker})")
+    [argv] = make_calls(tmp_path, target, f"{variable}={value}")
+    assert not marker.exists()
+    assert value in argv and argv[argv.index(value) - 1] == option, argv
+
+
+def test_a_list_of_reports_is_split_at_spaces_only(tmp_path):
+    """REPORTS names several reports: split at blanks, each word taken
+    as it is (no glob, no command)."""
+    marker = tmp_path / "ran"
+    for target in ("power", "pool", "calibrate"):
+        [argv] = make_calls(tmp_path, target,
+                            f"REPORTS=a * `touch {marker}` $(touch x)")
+        assert argv[3:7] == ["a", "*", f"`touch", f"{marker}`"], argv
+        assert argv[7:9] == ["$(touch", "x)"], argv
+    assert not marker.exists()
