@@ -501,6 +501,60 @@ def test_a_damaged_run_is_left_out_with_its_name(tmp_path, capsys):
         capsys.readouterr().err
 
 
+def test_a_report_folder_is_replaced_whole(tmp_path, monkeypatch):
+    """Issue 53: `compare --out O` twice with different selections left
+    the first one's runs and plots in O (replicate then counted both),
+    and two compares at once mixed their files.  A report is written
+    apart and put in place whole; a failed write leaves the old one."""
+    def plots(runs, a, out):
+        # the figures stand in: one file per scenario, as survival-*.png
+        for s in a["scenarios"]:
+            (out / f"survival-{s}.png").write_text(a["command"])
+        return [f"survival-{s}.png" for s in a["scenarios"]]
+    monkeypatch.setattr(publish.report_plots, "plots", plots)
+    root, out = tmp_path / "res", tmp_path / "rep"
+    for scen in ("idle", "fs-noise"):
+        fake_run(root, "baseline", scen, 1, 50, 300)
+    publish.write(root, out, {}, "first", ["baseline"], ["idle", "fs-noise"])
+    assert (out / "survival-fs-noise.png").is_file()
+    publish.write(root, out, {}, "second", ["baseline"], ["idle"])
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == [
+        "data", "data/analysis.json", "data/baseline-idle-boot1.json.gz",
+        "report.md", "report.txt", "survival-idle.png"]
+    assert "second" in (out / "report.md").read_text()
+    assert json.loads((out / "data" / "analysis.json").read_text())[
+        "command"] == "second"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rep", "res"]
+    # a write that fails on the way leaves the report as it was
+    def broken(*args):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(publish.report_text, "text_report", broken)
+    with pytest.raises(OSError):
+        publish.write(root, out, {}, "third", ["baseline"], ["fs-noise"])
+    assert "second" in (out / "report.md").read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rep", "res"]
+    # a folder of other things is not a report to replace
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("mine\n")
+    with pytest.raises(LabError, match="mine: not a report folder"):
+        publish.write(root, tmp_path / "mine", {}, "x")
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "mine\n"
+
+
+def test_a_folder_written_whole_is_one_writers(tmp_path):
+    """Two writers of one folder, the second started before the first
+    ended: the folder is the last one's, nothing of the other's in it
+    and nothing left beside it."""
+    out = tmp_path / "rep"
+    with store.whole_folder(out) as first:
+        (first / "a").write_text("1")
+        with store.whole_folder(out) as second:
+            (second / "b").write_text("2")
+        assert [p.name for p in out.iterdir()] == ["b"]
+    assert [p.name for p in out.iterdir()] == ["a"]
+    assert [p.name for p in tmp_path.iterdir()] == ["rep"]
+
+
 def test_a_long_variant_name_keeps_the_table_aligned():
     cell = {"boots": [1], "pinned_boots": [],
             "per_boot": {"p99": [4215.0, 4652.0, 5008.0, 4147.0, 4173.0],
