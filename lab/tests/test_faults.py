@@ -76,6 +76,28 @@ def test_packaged_source_is_unpacked_once(tmp_path, monkeypatch):
     assert source.unpacked_source(tarball) == (repo, digest, version)
 
 
+def test_a_cache_that_is_a_file_is_named(tmp_path, monkeypatch):
+    """Issue 53: LAB_CACHE pointing at a file (or below one) ended in a
+    NotADirectoryError from source.py, for `variant add` and `run`: one
+    line naming the setting and the file."""
+    tarball = fake_tarball(tmp_path, "6.1.192")
+    a_file = tmp_path / "cache"
+    a_file.write_text("")
+    for cache in (a_file, a_file / "below"):
+        monkeypatch.setenv("LAB_CACHE", str(cache))
+        with pytest.raises(LabError) as e:
+            source.unpacked_source(tarball)
+        assert str(e.value).startswith(
+            f"LAB_CACHE={cache}: {a_file} is a file, not a folder; set "
+            f"LAB_CACHE to a folder")
+    monkeypatch.delenv("LAB_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(a_file))
+    with pytest.raises(LabError, match=f"XDG_CACHE_HOME={a_file}: {a_file} "
+                                       f"is a file, not a folder; set "
+                                       f"LAB_CACHE"):
+        paths.cache_dir()
+
+
 def test_results_are_written_atomically(tmp_path, monkeypatch):
     """A crash during a write leaves the old file whole, never half."""
     from lab.base import store
