@@ -501,6 +501,28 @@ def test_a_damaged_run_is_left_out_with_its_name(tmp_path, capsys):
         capsys.readouterr().err
 
 
+@pytest.mark.parametrize("field, value", [
+    ("boot", "two"), ("variant", 7), ("variant_conf", None), ("cpus", "2"),
+    ("cpus", 0), ("memory_mb", 1024.5), ("status", ["ok"]),
+    ("plan_env", "DURATION=2"), ("variant", "")])
+def test_a_run_with_a_field_of_the_wrong_type_is_left_out_by_name(
+        tmp_path, capsys, field, value):
+    """Issue 53: "boot": "two", "variant": 7, "variant_conf": null,
+    "cpus": "2" stopped the whole compare with a TypeError beyond the
+    run's reading, and "cpus": 0 made a 0-vCPU guest of the report; such
+    a run is left out, the file and the field named."""
+    root = tmp_path / "res"
+    for boot in (1, 2):
+        fake_run(root, "baseline", "idle", boot, 50, 300, seed=boot)
+    bad = root / "baseline" / "idle" / "boot-2"
+    record = store.read_json(bad / "run.json")
+    store.write_json(bad / "run.json", dict(record, **{field: value}))
+    runs = analysis.load(root)
+    assert [r["boot"] for r in runs] == [1]
+    assert f"{bad}: left out, unreadable (run.json: {field} is " \
+        f"{value!r}, not " in capsys.readouterr().err
+
+
 def test_a_report_folder_is_replaced_whole(tmp_path, monkeypatch):
     """Issue 53: `compare --out O` twice with different selections left
     the first one's runs and plots in O (replicate then counted both),
