@@ -234,6 +234,14 @@ FIELDS = {
     "qemu": (lambda x: isinstance(x, dict), "an object"),
     "made": (lambda x: isinstance(x, dict), "an object"),
     "looks": (lambda x: isinstance(x, list), "a list"),
+    # what a finished run's summary adds, as a report stores it
+    # (replicate and pool read those back)
+    "boot_values": (lambda x: isinstance(x, dict), "an object"),
+    "affinity": (lambda x: isinstance(x, dict), "an object"),
+    "softirqs": (lambda x: isinstance(x, dict), "an object"),
+    "metrics": (lambda x: isinstance(x, dict), "an object"),
+    "ksoftirqd_cpu_percent": (lambda x: type(x) in (int, float),
+                              "a number"),
 }
 
 

@@ -296,7 +296,11 @@ def test_a_bad_declaration_names_its_file_and_line(tmp_path):
     (lambda raw: gzip.compress(b'{"variant": "mine", "scenario": "long", '
                                b'"boot": 1, "histogram": [1, 2]}'),
      "histogram is [1, 2], not"),
-], ids=["truncated", "not-gzip", "boot", "a-list", "histogram"])
+    (lambda raw: gzip.compress(b'{"variant": "mine", "scenario": "long", '
+                               b'"boot": 1, "boot_values": [9]}'),
+     "boot_values is [9], not an object"),
+], ids=["truncated", "not-gzip", "boot", "a-list", "histogram",
+        "boot-values"])
 def test_a_damaged_run_summary_is_named(tmp_path, damage, words):
     """Issue 53: a truncated .json.gz in a report's data/, or a field of
     the wrong type there, ended replicate and pool in an EOFError or a
