@@ -6,10 +6,14 @@ SCENARIOS ?=
 # BOOTS=n: a fixed number of boots a cell; without it, `make lab` boots
 # each cell 5 times and 10 where the first look leaves it undecided
 BOOTS ?=
-JOBS ?= $(shell nproc)
+# JOBS=n guests at once; without it, the host's cores (below)
+JOBS ?=
 NAME ?= lab
-LAB = $(PY) -m lab
-MATRIX = --variants "$(VARIANTS)" --scenarios "$(SCENARIOS)" --name "$(NAME)"
+FROM ?=
+VARIANT ?=
+A ?=
+B ?=
+REPORTS ?=
 # RUNNER=lava runs the matrix as LAVA jobs (lab/docs/lava.md): on the
 # server of lavacli identity LAVA_IDENTITY, or LAVA_URI
 # (http://user:token@host/RPC2); jobs from LAVA_TEMPLATE.
@@ -22,11 +26,28 @@ LAVA_ARTIFACTS ?=
 LAVA_ARTIFACTS_URL ?=
 # the QEMU the workers have: auto, lab (`make qemu-deb` installed) or debian
 LAVA_QEMU ?= auto
-RUNNER_OPTS = --runner $(RUNNER) --lava-identity "$(LAVA_IDENTITY)" \
-	--lava-uri "$(LAVA_URI)" --lava-template "$(LAVA_TEMPLATE)" \
-	--lava-device-type "$(LAVA_DEVICE_TYPE)" \
-	--lava-artifacts "$(LAVA_ARTIFACTS)" \
-	--lava-artifacts-url "$(LAVA_ARTIFACTS_URL)" --lava-qemu $(LAVA_QEMU)
+
+# The variables above reach the lab as data, byte for byte: make takes
+# each as it was given ($(value): a `$(...)` in it stays text, never a
+# make function), exports it, and every recipe reads it from the
+# environment in double quotes ("$$NAME"), so that the shell runs
+# nothing in it either (a name with `...` or ";touch x;" in it once ran
+# that: issue 53).  REPORTS, a list, is split at blanks with globbing
+# off (set -f).
+USER_VARIABLES = VARIANTS SCENARIOS BOOTS JOBS NAME FROM VARIANT A B \
+	REPORTS RUNNER LAVA_IDENTITY LAVA_URI LAVA_TEMPLATE LAVA_DEVICE_TYPE \
+	LAVA_ARTIFACTS LAVA_ARTIFACTS_URL LAVA_QEMU
+$(foreach v,$(USER_VARIABLES),$(eval override $(v) := $$(value $(v))))
+override JOBS := $(if $(JOBS),$(JOBS),$(shell nproc))
+export $(USER_VARIABLES)
+
+LAB = $(PY) -m lab
+MATRIX = --variants "$$VARIANTS" --scenarios "$$SCENARIOS" --name "$$NAME"
+RUNNER_OPTS = --runner "$$RUNNER" --lava-identity "$$LAVA_IDENTITY" \
+	--lava-uri "$$LAVA_URI" --lava-template "$$LAVA_TEMPLATE" \
+	--lava-device-type "$$LAVA_DEVICE_TYPE" \
+	--lava-artifacts "$$LAVA_ARTIFACTS" \
+	--lava-artifacts-url "$$LAVA_ARTIFACTS_URL" --lava-qemu "$$LAVA_QEMU"
 LAVA_CLIENT = $(if $(filter lava,$(RUNNER)),lavacli)
 # A LAVA instance on this machine: `make lava-local`, and `make check`.
 LAVA_LOCAL = lava-server lava-dispatcher lavacli postgresql
@@ -82,55 +103,58 @@ lava-local-down:
 	@$(LAB) lava-local down
 
 variants: deps
-	@$(LAB) build --variants "$(VARIANTS)"
+	@$(LAB) build --variants "$$VARIANTS"
 
 health: deps
-	@$(LAB) health --variants "$(VARIANTS)"
+	@$(LAB) health --variants "$$VARIANTS"
 
 accel: deps
-	@$(LAB) accel --variants "$(VARIANTS)"
+	@$(LAB) accel --variants "$$VARIANTS"
 
 # The main job: build, run every (variant, scenario, boot) not yet run,
 # then write reports/<date>-$(NAME)/.  Stopped, it resumes where it was.
 lab: deps
-	@$(LAB) run $(MATRIX) $(if $(BOOTS),--boots $(BOOTS)) --jobs $(JOBS) $(RUNNER_OPTS)
+	@$(LAB) run $(MATRIX) $(if $(BOOTS),--boots "$$BOOTS") --jobs "$$JOBS" \
+		$(RUNNER_OPTS)
 
 variant: deps
-	@$(LAB) variant add "$(NAME)" --from "$(FROM)"
+	@$(LAB) variant add "$$NAME" --from "$$FROM"
 
 # Every prefix of a variant's series against its base: which patch
 # brings each effect (report reports/<date>-attribute-<VARIANT>).
 attribute: deps
-	@$(LAB) attribute "$(VARIANT)" --scenarios "$(SCENARIOS)" \
-		$(if $(BOOTS),--boots $(BOOTS)) --jobs $(JOBS) $(if $(filter-out lab,$(NAME)),--name "$(NAME)")
+	@$(LAB) attribute "$$VARIANT" --scenarios "$$SCENARIOS" \
+		$(if $(BOOTS),--boots "$$BOOTS") --jobs "$$JOBS" \
+		$(if $(filter-out lab,$(NAME)),--name "$$NAME")
 
 mail: deps
-	@$(LAB) mail --name "$(NAME)" $(if $(VARIANT),--variant "$(VARIANT)")
+	@$(LAB) mail --name "$$NAME" $(if $(VARIANT),--variant "$$VARIANT")
 
 # Two reports side by side (reports/<name> or a folder): what differs
 # in how they were made, whether they are a repeat, which verdicts agree.
 replicate:
-	@$(LAB) replicate "$(A)" "$(B)"
+	@$(LAB) replicate "$$A" "$$B"
 
 # How often two runs of these reports' plan would disagree on each
 # comparison, at 5, 10 and 15 boots a cell (lab/docs/statistics.md).
 power:
-	@$(LAB) power $(REPORTS)
+	@set -f; $(LAB) power $$REPORTS
 
 # The verdict rules' measured error rates over these reports: false
 # findings (relabelled boots, the A/A control) and sensitivity (injected
 # and real known effects); NAME=n also writes reports/<date>-n/.
 calibrate:
-	@$(LAB) calibrate $(REPORTS) $(if $(filter-out lab,$(NAME)),--name "$(NAME)")
+	@set -f; $(LAB) calibrate $$REPORTS \
+		$(if $(filter-out lab,$(NAME)),--name "$$NAME")
 
 # Repeat reports of one plan as one report of all their boots.
 pool:
-	@$(LAB) pool $(REPORTS) --name "$(NAME)"
+	@set -f; $(LAB) pool $$REPORTS --name "$$NAME"
 
 compare: deps
-	@$(LAB) compare $(MATRIX) --runner $(RUNNER)
+	@$(LAB) compare $(MATRIX) --runner "$$RUNNER"
 
-PYTEST = LAB_TEST_VARIANTS="$(VARIANTS)" $(PY) -m pytest -p no:cacheprovider -q
+PYTEST = LAB_TEST_VARIANTS="$$VARIANTS" $(PY) -m pytest -p no:cacheprovider -q
 
 # The host side's unit tests only: no kernel build, no guest, no LAVA.
 test:
@@ -146,7 +170,7 @@ test:
 # marked host_alone (a NIC fed from the host) run after them, alone, as
 # the lab runs those scenarios.
 check: deps-lava
-	@$(PYTEST) -n $(JOBS) --dist loadgroup -m "not host_alone" lab/tests && \
+	@$(PYTEST) -n "$$JOBS" --dist loadgroup -m "not host_alone" lab/tests && \
 	$(PYTEST) -m host_alone lab/tests
 
 check-all:

@@ -20,12 +20,13 @@ import copy
 import gzip
 import hashlib
 import json
+import zlib
 from collections import defaultdict
 from pathlib import Path
 from typing import NamedTuple
 
 from ..base import paths, predictions
-from . import analysis
+from . import analysis, results
 from .analysis import published_verdict
 from ..base.log import LabError
 
@@ -119,14 +120,39 @@ def _how_a_boot_runs(scenario_text: str, measurement: bool = False) -> str:
 NOT_HOW_A_BOOT_RUNS = {"default", "boots", "lead", "tail"}
 
 
-def _stored(raw: bytes) -> dict:
-    """A run summary as a report stores it, read back as
-    results.summarize made it: JSON made the histograms' microsecond
-    keys strings."""
-    r = json.loads(raw)
+def _read(f: Path):
+    """A JSON file of a report's data/, gzip'd or not; a damaged one
+    (a copy cut short: once an EOFError from replicate and pool) named
+    in one line."""
+    try:
+        raw = f.read_bytes()
+        return json.loads(gzip.decompress(raw) if f.suffix == ".gz"
+                          else raw)
+    except (OSError, EOFError, zlib.error, ValueError) as e:
+        raise LabError(f"{f}: unreadable ({e}); a report's data/ is "
+                       f"written again from its results by `python3 -m "
+                       f"lab compare`") from None
+
+
+def _stored(r, f: Path) -> dict:
+    """A run summary as a report stores it (`r`, read from `f`), read
+    back as results.summarize made it: JSON made the histograms'
+    microsecond keys strings.  Its fields are checked as a run.json's
+    are (results.FIELDS): a wrong type met later stopped a comparison
+    with a TypeError."""
+    if not isinstance(r, dict):
+        raise LabError(f"{f}: not a run summary (a JSON object)")
+    missing = [k for k in ("variant", "scenario", "boot") if k not in r]
+    if missing:
+        raise LabError(f"{f}: no {missing[0]}; not a run summary")
+    results.check_fields(r, str(f))
     for k in ("histogram", "traced_histogram"):
         if r.get(k):
-            r[k] = {int(us): n for us, n in r[k].items()}
+            try:
+                r[k] = {int(us): n for us, n in r[k].items()}
+            except (AttributeError, TypeError, ValueError):
+                raise LabError(f"{f}: {k} is {str(r[k])[:40]}, not "
+                               f"{{microseconds: count}}") from None
     return r
 
 
@@ -136,14 +162,13 @@ def _load_runs(folder: Path, an: dict = None) -> dict:
     already read)."""
     runs = {}
     for f in sorted((folder / "data").glob("*-boot*.json*")):
-        raw = f.read_bytes()
-        r = _stored(gzip.decompress(raw) if f.suffix == ".gz" else raw)
+        r = _stored(_read(f), f)
         runs[(r["variant"], r["scenario"], r["boot"])] = r
     if runs:
         return runs
     if an is None:
         f = folder / "data" / "analysis.json"
-        an = json.loads(f.read_text()) if f.is_file() else {}
+        an = _read(f) if f.is_file() else {}
     return _pooled_runs(folder, an.get("pooled", []))
 
 
@@ -177,7 +202,7 @@ def load(folder: Path, an: dict = None) -> Loaded:
     """A report's runs and analysis (`an`: the analysis, where it is not
     yet written)."""
     if an is None:
-        an = json.loads((folder / "data" / "analysis.json").read_text())
+        an = _read(folder / "data" / "analysis.json")
     return Loaded(_load_runs(folder, an), an, folder)
 
 
@@ -286,7 +311,7 @@ def earlier_repeats(here: Loaded) -> list:
         if data.parent.resolve() == here.folder.resolve() or \
                 not f.is_file():
             continue
-        an = json.loads(f.read_text())
+        an = _read(f)
         if cells & {k for k, c in an["cells"].items()
                     if "vs_baseline" in c}:
             other = load(data.parent, an)

@@ -209,6 +209,53 @@ def affinity(run_dir: Path, pin: str = "") -> dict:
             "as_asked": bool(rows) and (pinned if str(pin) else free)}
 
 
+def _whole(x) -> bool:
+    return type(x) is int and x >= 1
+
+
+# What the analysis and the report compute with, field by field, as a
+# run summary holds it (run.json's fields under the same names; the
+# scenario's name from its `scenario`): a run whose record holds
+# something else, edited by hand or written by another tool, is left out
+# with the field named, where it once stopped the whole report with a
+# TypeError far from the run ("boot": "two", "cpus": "2") or printed a
+# guest of "0 vCPUs".
+FIELDS = {
+    "variant": (lambda x: isinstance(x, str) and x != "", "a name"),
+    "scenario": (lambda x: isinstance(x, str) and x != "", "a name"),
+    "boot": (_whole, "a whole number of at least 1"),
+    "status": (lambda x: isinstance(x, str), "text"),
+    "reason": (lambda x: isinstance(x, str), "text"),
+    "cpus": (_whole, "a whole number of at least 1"),
+    "memory_mb": (_whole, "a whole number of at least 1"),
+    "variant_conf": (lambda x: isinstance(x, dict), "an object"),
+    "plan_env": (lambda x: isinstance(x, dict), "an object"),
+    "kernel": (lambda x: isinstance(x, dict), "an object"),
+    "qemu": (lambda x: isinstance(x, dict), "an object"),
+    "made": (lambda x: isinstance(x, dict), "an object"),
+    "looks": (lambda x: isinstance(x, list), "a list"),
+    # what a finished run's summary adds, as a report stores it
+    # (replicate and pool read those back)
+    "boot_values": (lambda x: isinstance(x, dict), "an object"),
+    "affinity": (lambda x: isinstance(x, dict), "an object"),
+    "softirqs": (lambda x: isinstance(x, dict), "an object"),
+    "metrics": (lambda x: isinstance(x, dict), "an object"),
+    "ksoftirqd_cpu_percent": (lambda x: type(x) in (int, float),
+                              "a number"),
+}
+
+
+def check_fields(summary: dict, where: str) -> dict:
+    """`summary`, if each of its FIELDS is what the analysis computes
+    with; else LabError naming `where` and the first field that is not."""
+    for field, (ok, what) in FIELDS.items():
+        if field in summary and not ok(summary[field]):
+            shown = repr(summary[field])
+            shown = shown if len(shown) <= 40 else shown[:37] + "..."
+            raise LabError(f"{where}: {field} is {shown}, not {what}")
+    return summary
+
+
 def summarize(run_dir: Path) -> dict:
     record = store.read_json(run_dir / "run.json")
     out = {"run": str(run_dir), "variant": record["variant"],
@@ -230,6 +277,7 @@ def summarize(run_dir: Path) -> dict:
            "variant_conf": record.get("variant_conf", {}),
            "sweep_of": record.get("scenario", {}).get("sweep_of", ""),
            "looks": record.get("looks", [])}
+    check_fields(out, "run.json")
     if record["status"] != "ok":
         return out
     ct = json.loads((run_dir / "cyclictest.json").read_text())

@@ -9,6 +9,8 @@ checkout, which git ignores.
 import os
 from pathlib import Path
 
+from .log import LabError
+
 REPO = Path(__file__).resolve().parents[2]
 VARIANTS_DIR = REPO / "variants"
 COMMON_CONFIG = REPO / "common" / "kernel.config"
@@ -31,6 +33,25 @@ def packaged_tarball(generation: str = GENERATION) -> Path:
 def cache_dir() -> Path:
     """The lab's cache: $LAB_CACHE, else $XDG_CACHE_HOME/softirq-rt-lab."""
     if os.environ.get("LAB_CACHE"):
-        return Path(os.environ["LAB_CACHE"])
+        return _a_folder(Path(os.environ["LAB_CACHE"]), "LAB_CACHE")
     xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(xdg) / "softirq-rt-lab"
+    return _a_folder(Path(xdg) / "softirq-rt-lab",
+                     "XDG_CACHE_HOME" if os.environ.get("XDG_CACHE_HOME")
+                     else "HOME")
+
+
+def _a_folder(path: Path, setting: str) -> Path:
+    """`path`, a folder or one the lab can make: not if a file is in its
+    place or above it, which the lab's first write into it met as a
+    NotADirectoryError (issue 53); then one line naming the setting."""
+    if path.is_dir():
+        return path
+    for p in (path, *path.parents):
+        if p.is_dir():
+            break
+        if p.exists():
+            raise LabError(f"{setting}={os.environ.get(setting, '')}: {p} "
+                           f"is a file, not a folder; set LAB_CACHE to a "
+                           f"folder (or one not yet made) for the lab's "
+                           f"kernels and images")
+    return path

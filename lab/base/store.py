@@ -1,8 +1,13 @@
-"""Result files are written atomically: a reader sees all or nothing."""
+"""Result files are written atomically: a reader sees all or nothing.
+A report folder likewise: written apart, then put in place whole."""
+import contextlib
+import errno
 import gzip
 import hashlib
 import json
 import os
+import secrets
+import shutil
 from pathlib import Path
 
 
@@ -48,3 +53,51 @@ def read_json(path: Path):
 def sha256(path: Path) -> str:
     """A file's content hash, hex."""
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _beside(out: Path, kind: str) -> Path:
+    """A name beside `out` that no other writer uses: hidden, this
+    process's and random."""
+    return out.with_name(f".{out.name}.{os.getpid()}."
+                         f"{secrets.token_hex(4)}.{kind}")
+
+
+@contextlib.contextmanager
+def whole_folder(out: Path):
+    """A folder written whole: yields a new folder beside `out` (the same
+    file system) to fill, then renames `out` away and the new folder in,
+    and removes the old one.  A folder written into in place kept the
+    files of an earlier write that this one did not make (two compares
+    on one --out left the first one's runs and plots), and two writers
+    at once mixed their files; now `out` is one writer's folder, or for
+    a moment none.  A write that fails leaves `out` as it was."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    new = _beside(out, "new")
+    new.mkdir()
+    old = []
+    try:
+        yield new
+        while True:
+            gone = _beside(out, "old")
+            try:
+                os.rename(out, gone)
+                old.append(gone)
+            except FileNotFoundError:
+                pass
+            try:
+                os.rename(new, out)
+                break
+            except OSError as e:
+                # another writer's folder came in between the two
+                # renames: it goes the way of the old one
+                if e.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                    raise
+    except BaseException:
+        shutil.rmtree(new, ignore_errors=True)
+        if old and not out.exists():
+            os.rename(old.pop(), out)
+        raise
+    finally:
+        for gone in old:
+            shutil.rmtree(gone, ignore_errors=True)

@@ -11,6 +11,7 @@ does that.
 import email.policy
 import email.utils
 import json
+import re
 import subprocess
 import textwrap
 from email.message import EmailMessage
@@ -25,20 +26,31 @@ from ..base.textfmt import WIDTH
 # body is wrapped to WIDTH here.
 POLICY = email.policy.default.clone(max_line_length=None)
 
+# a report folder of a date: <yyyy-mm-dd>-<its name>
+DATED = re.compile(r"\d{4}-\d{2}-\d{2}-.+", re.ASCII)
+
 
 def find_report(name: str) -> Path:
-    """reports/<name>, or the newest reports/<date>-<name>."""
+    """reports/<name>, or the newest reports/<date>-<name>: a folder
+    directly under reports/, its name matched exactly.  A path or a
+    pattern is no name: `../../x` once wrote reply.eml outside reports/,
+    `5boots` and `*` into whichever report they matched."""
     root = paths.REPO / "reports"
-    exact = root / name
-    if (exact / "report.txt").is_file():
-        return exact
-    dated = sorted(p for p in root.glob(f"*-{name}")
-                   if (p / "report.txt").is_file())
-    if not dated:
+    names = f"the report names: `ls {root}`"
+    if name in ("", ".", "..") or "/" in name or "\0" in name:
+        raise LabError(f"{name!r} is not a report name: a report is a "
+                       f"folder directly under reports/, named exactly; "
+                       f"{names}")
+    reports = [p for p in root.iterdir() if (p / "report.txt").is_file()] \
+        if root.is_dir() else []
+    exact = [p for p in reports if p.name == name]
+    dated = sorted(p for p in reports
+                   if DATED.fullmatch(p.name) and p.name[11:] == name)
+    if not exact + dated:
         raise LabError(f"no report named {name!r} in {root} (want "
                        f"reports/<date>-{name}/report.txt: make lab or "
-                       f"make compare NAME={name} first)")
-    return dated[-1]
+                       f"make compare NAME={name} first; {names})")
+    return (exact + dated[-1:])[0]
 
 
 def series_of(names: list, wanted: str = "") -> tuple:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..analyse import analysis, calibrate, replicate, results
 from ..base import paths, store
-from ..base.log import info
+from ..base.log import LabError, info
 from . import (plots as report_plots, sweeps as report_sweeps,
                text as report_text, traces as report_traces)
 from ..analyse.analysis import _median
@@ -133,50 +133,78 @@ def write(root: Path, out: Path, descriptions: dict, command: str,
           tail=None) -> Path:
     """`lead`: {scenario: the latency metric its rows lead with}, p99
     where not named; `tail`: {scenario: the metrics judged beside it}."""
+    replaceable(out)
     runs = analysis.load(root, variants, scenarios)
     traces = report_traces.analyse(runs)
     a = analysis.analyse(runs, traces, busy=set(busy), lead=lead, tail=tail)
     a["traces"] = traces
-    (out / "data").mkdir(parents=True, exist_ok=True)
-    # one summary per run, gzip'd: 360 runs of plain JSON are 6 MB, a
-    # published report stays under 5 MB
-    for r in runs:
-        name = f"{r['variant']}-{r['scenario']}-boot{r['boot']}.json.gz"
-        store.write_json_gz(out / "data" / name, portable(r, root))
-    return write_analysed(runs, a, out, descriptions, portable(command, root),
-                          root)
+    with store.whole_folder(out) as new:
+        (new / "data").mkdir()
+        # one summary per run, gzip'd: 360 runs of plain JSON are 6 MB, a
+        # published report stays under 5 MB
+        for r in runs:
+            name = f"{r['variant']}-{r['scenario']}-boot{r['boot']}.json.gz"
+            store.write_json_gz(new / "data" / name, portable(r, root))
+        _fill(runs, a, new, out, descriptions, portable(command, root), root)
+    return out
 
 
 def write_analysed(runs: list, a: dict, out: Path, descriptions: dict,
                    command: str, root: Path = None) -> Path:
-    """The report of analysed runs (their summaries already in out/data,
-    or, for a pool, in the reports it names): analysis.json, the
-    replicate tables, report.txt, report.md and the figures.  `root`:
-    the results folder the runs came from, whose paths analysis.json
-    leaves out, and whose trace.dat files the worst cases' timelines
-    are drawn from (a pool has none: its first report has them)."""
+    """The report of analysed runs whose summaries are in the reports it
+    names (a pool): analysis.json, the replicate tables, report.txt,
+    report.md and the figures, in place of `out` whole."""
+    replaceable(out)
+    with store.whole_folder(out) as new:
+        (new / "data").mkdir()
+        _fill(runs, a, new, out, descriptions, command, root)
+    return out
+
+
+def replaceable(out: Path) -> None:
+    """A report takes the place of its folder whole (store.whole_folder):
+    refuse a folder that is not a report, which would go with it (an
+    --out that names a folder of other things)."""
+    if out.exists() and not (out.is_dir() and (
+            not any(out.iterdir()) or
+            (out / "data" / "analysis.json").is_file())):
+        raise LabError(f"{out}: not a report folder (no data/analysis.json)"
+                       f", and a report replaces the folder it is written "
+                       f"to: name a new folder, or an earlier report's")
+
+
+def _fill(runs: list, a: dict, new: Path, out: Path, descriptions: dict,
+          command: str, root: Path = None) -> None:
+    """Write the report of analysed runs into `new`, the folder that is
+    to become `out` (their summaries already in new/data, or, for a
+    pool, in the reports it names).  `root`: the results folder the runs
+    came from, whose paths analysis.json leaves out, and whose trace.dat
+    files the worst cases' timelines are drawn from (a pool has none:
+    its first report has them)."""
     a["sweeps"] = report_sweeps.analyse(runs)
     a["command"] = command
     a["calibration"] = calibrate.published(a["rule"])
-    (out / "data").mkdir(parents=True, exist_ok=True)
-    here = replicate.load(out, a) if out.resolve().parent == (
-        paths.REPO / "reports").resolve() else None
+    # read from `new`, named as `out`: the report it replaces is not an
+    # earlier repeat of itself
+    here = replicate.load(new, a)._replace(folder=out) \
+        if out.resolve().parent == (paths.REPO / "reports").resolve() \
+        else None
     repeats = _repeats(here) if here else []
-    store.write_json(out / "data" / "analysis.json",
+    store.write_json(new / "data" / "analysis.json",
                      a if root is None else portable(a, root), compact=True)
     for other in repeats:
         name = other.folder.name
-        store.write_text(out / f"replicate-{name}.md",
+        store.write_text(new / f"replicate-{name}.md",
                          replicate.table(other, here))
         info(f"the same plan as {name}: {out / f'replicate-{name}.md'}")
     traces = a["traces"]
     text = report_text.text_report(runs, a, descriptions)
-    store.write_text(out / "report.txt", text)
+    store.write_text(new / "report.txt", text)
     drawn = [] if root is None else report_traces.files(
-        traces, a["variants"], a["scenarios"], out)
-    images = report_plots.plots(runs, a, out) + drawn + \
-        report_sweeps.plots(a["sweeps"], a["variants"], out)
-    store.write_text(out / "report.md", markdown(
+        traces, a["variants"], a["scenarios"], new)
+    images = report_plots.plots(runs, a, new) + drawn + \
+        report_sweeps.plots(a["sweeps"], a["variants"], new)
+    store.write_text(new / "report.md", markdown(
         text, images, command, report_traces.text(
             traces, a["variants"], a["scenarios"]),
         report_traces.accounting_table(traces, a["variants"],
@@ -184,7 +212,6 @@ def write_analysed(runs: list, a: dict, out: Path, descriptions: dict,
         softirq_rate_table(a),
         report_traces.handler_table(traces, a["variants"], a["scenarios"],
                                     a["module_args"])))
-    return out
 
 
 def _repeats(here: "replicate.Loaded") -> list:

@@ -239,6 +239,12 @@ def _check_append(value: str, where: str) -> None:
                            f"or quoted; give plain kernel parameters")
 
 
+def _digits(value: str) -> bool:
+    """A whole number written in 0-9: str.isdigit alone takes a "²",
+    which int() then refuses with a ValueError and no line."""
+    return value.isascii() and value.isdigit()
+
+
 def parse(path: Path) -> Scenario:
     name = path.name[:-len(SUFFIX)] if path.name.endswith(SUFFIX) \
         else path.name
@@ -275,7 +281,7 @@ def parse(path: Path) -> Scenario:
         lines[key] = lineno
         if key in NUMBERS:
             lo, hi = NUMBERS[key]
-            if not value.isdigit() or not lo <= int(value) <= hi:
+            if not _digits(value) or not lo <= int(value) <= hi:
                 raise LabError(f"{where}: {key} must be a whole number "
                                f"from {lo} to {hi}, got {value!r}")
             value = int(value)
@@ -304,7 +310,7 @@ def parse(path: Path) -> Scenario:
         elif key == "nic":
             rates = []
             for word in re.split(r"[,\s]+", value):
-                if word != "flood" and not (word.isdigit() and
+                if word != "flood" and not (_digits(word) and
                                             1 <= int(word) <= 10000000):
                     raise LabError(f"{where}: nic must be packets per "
                                    f"second (1 to 10000000) or flood, or "

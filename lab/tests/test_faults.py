@@ -1,4 +1,5 @@
 """Faults the host side must meet with a clear message and no loss."""
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -75,6 +76,28 @@ def test_packaged_source_is_unpacked_once(tmp_path, monkeypatch):
     assert source.unpacked_source(tarball) == (repo, digest, version)
 
 
+def test_a_cache_that_is_a_file_is_named(tmp_path, monkeypatch):
+    """Issue 53: LAB_CACHE pointing at a file (or below one) ended in a
+    NotADirectoryError from source.py, for `variant add` and `run`: one
+    line naming the setting and the file."""
+    tarball = fake_tarball(tmp_path, "6.1.192")
+    a_file = tmp_path / "cache"
+    a_file.write_text("")
+    for cache in (a_file, a_file / "below"):
+        monkeypatch.setenv("LAB_CACHE", str(cache))
+        with pytest.raises(LabError) as e:
+            source.unpacked_source(tarball)
+        assert str(e.value).startswith(
+            f"LAB_CACHE={cache}: {a_file} is a file, not a folder; set "
+            f"LAB_CACHE to a folder")
+    monkeypatch.delenv("LAB_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(a_file))
+    with pytest.raises(LabError, match=f"XDG_CACHE_HOME={a_file}: {a_file} "
+                                       f"is a file, not a folder; set "
+                                       f"LAB_CACHE"):
+        paths.cache_dir()
+
+
 def test_results_are_written_atomically(tmp_path, monkeypatch):
     """A crash during a write leaves the old file whole, never half."""
     from lab.base import store
@@ -117,3 +140,72 @@ def test_a_cache_that_cannot_be_written_is_named(monkeypatch, capsys):
     err = capsys.readouterr().err
     assert "error: /sys/lab-cache: Operation not permitted" in err
     assert "set LAB_CACHE" in err and "Traceback" not in err
+
+
+# A python3 that only records what the Makefile asked of it, one JSON
+# line a call: make's recipes are tested without the lab running.
+RECORDER = """#!/usr/bin/python3
+import json, sys
+with open(sys.argv[0] + ".calls", "a") as f:
+    f.write(json.dumps(sys.argv[1:]) + "\\n")
+"""
+
+
+def make_calls(tmp_path, *args) -> list:
+    """`make args` in the repository with PY the recorder and `deps` not
+    run; the lab's argument lists it made.  The environment is PATH only:
+    an outer make's MAKEFLAGS (make test) must not reach this one."""
+    py = tmp_path / "python3"
+    py.write_text(RECORDER)
+    py.chmod(0o755)
+    calls = py.with_name("python3.calls")
+    calls.unlink(missing_ok=True)
+    r = subprocess.run(["make", "-s", "-C", str(paths.REPO), "-o", "deps",
+                        f"PY={py}", *args], capture_output=True, text=True,
+                       env={"PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0, r.stderr
+    return [json.loads(x) for x in calls.read_text().splitlines()] \
+        if calls.is_file() else []
+
+
+@pytest.mark.parametrize("target, variable, option", [
+    ("variant", "NAME", "add"),
+    ("variant", "FROM", "--from"),
+    ("compare", "SCENARIOS", "--scenarios"),
+    ("compare", "VARIANTS", "--variants"),
+    ("compare", "NAME", "--name"),
+    ("compare", "RUNNER", "--runner"),
+    ("lab", "BOOTS", "--boots"),
+    ("lab", "JOBS", "--jobs"),
+    ("lab", "LAVA_URI", "--lava-uri"),
+    ("lab", "LAVA_QEMU", "--lava-qemu"),
+    ("mail", "NAME", "--name"),
+    ("mail", "VARIANT", "--variant"),
+    ("attribute", "VARIANT", "attribute"),
+    ("replicate", "A", "replicate"),
+    ("replicate", "B", ""),     # after A, empty
+    ("pool", "NAME", "--name"),
+])
+def test_make_variables_reach_the_lab_as_data(tmp_path, target, variable,
+                                              option):
+    """Issue 53: `make variant 'NAME=x";touch /tmp/p;"'` ran the touch,
+    and `NAME=x$(touch ...)` became `x`: a make variable is data, byte
+    for byte, never shell text nor make's."""
+    marker = tmp_path / "ran"
+    value = (f'x";touch {marker};"`touch {marker}`$(touch {marker})'
+             f"$(shell touch {marker})'$$HOME $$(touch {marker})")
+    [argv] = make_calls(tmp_path, target, f"{variable}={value}")
+    assert not marker.exists()
+    assert value in argv and argv[argv.index(value) - 1] == option, argv
+
+
+def test_a_list_of_reports_is_split_at_spaces_only(tmp_path):
+    """REPORTS names several reports: split at blanks, each word taken
+    as it is (no glob, no command)."""
+    marker = tmp_path / "ran"
+    for target in ("power", "pool", "calibrate"):
+        [argv] = make_calls(tmp_path, target,
+                            f"REPORTS=a * `touch {marker}` $(touch x)")
+        assert argv[3:7] == ["a", "*", f"`touch", f"{marker}`"], argv
+        assert argv[7:9] == ["$(touch", "x)"], argv
+    assert not marker.exists()

@@ -501,6 +501,96 @@ def test_a_damaged_run_is_left_out_with_its_name(tmp_path, capsys):
         capsys.readouterr().err
 
 
+@pytest.mark.parametrize("field, value", [
+    ("boot", "two"), ("variant", 7), ("variant_conf", None), ("cpus", "2"),
+    ("cpus", 0), ("memory_mb", 1024.5), ("status", ["ok"]),
+    ("plan_env", "DURATION=2"), ("variant", "")])
+def test_a_run_with_a_field_of_the_wrong_type_is_left_out_by_name(
+        tmp_path, capsys, field, value):
+    """Issue 53: "boot": "two", "variant": 7, "variant_conf": null,
+    "cpus": "2" stopped the whole compare with a TypeError beyond the
+    run's reading, and "cpus": 0 made a 0-vCPU guest of the report; such
+    a run is left out, the file and the field named."""
+    root = tmp_path / "res"
+    for boot in (1, 2):
+        fake_run(root, "baseline", "idle", boot, 50, 300, seed=boot)
+    bad = root / "baseline" / "idle" / "boot-2"
+    record = store.read_json(bad / "run.json")
+    store.write_json(bad / "run.json", dict(record, **{field: value}))
+    runs = analysis.load(root)
+    assert [r["boot"] for r in runs] == [1]
+    assert f"{bad}: left out, unreadable (run.json: {field} is " \
+        f"{value!r}, not " in capsys.readouterr().err
+
+
+def test_a_report_folder_is_replaced_whole(tmp_path, monkeypatch):
+    """Issue 53: `compare --out O` twice with different selections left
+    the first one's runs and plots in O (replicate then counted both),
+    and two compares at once mixed their files.  A report is written
+    apart and put in place whole."""
+    def plots(runs, a, out):
+        # the figures stand in: one file per scenario, as survival-*.png
+        for s in a["scenarios"]:
+            (out / f"survival-{s}.png").write_text(a["command"])
+        return [f"survival-{s}.png" for s in a["scenarios"]]
+    monkeypatch.setattr(publish.report_plots, "plots", plots)
+    root, out = tmp_path / "res", tmp_path / "rep"
+    for scen in ("idle", "fs-noise"):
+        fake_run(root, "baseline", scen, 1, 50, 300)
+    publish.write(root, out, {}, "first", ["baseline"], ["idle", "fs-noise"])
+    assert (out / "survival-fs-noise.png").is_file()
+    publish.write(root, out, {}, "second", ["baseline"], ["idle"])
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == [
+        "data", "data/analysis.json", "data/baseline-idle-boot1.json.gz",
+        "report.md", "report.txt", "survival-idle.png"]
+    assert "second" in (out / "report.md").read_text()
+    assert json.loads((out / "data" / "analysis.json").read_text())[
+        "command"] == "second"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rep", "res"]
+    # a folder of other things is not a report to replace
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("mine\n")
+    with pytest.raises(LabError, match="mine: not a report folder"):
+        publish.write(root, tmp_path / "mine", {}, "x")
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "mine\n"
+
+
+def test_a_folder_written_whole_is_one_writers(tmp_path, monkeypatch):
+    """Two writers of one folder, the second started before the first
+    ended: the folder is the last one's, nothing of the other's in it
+    and nothing left beside it; a failed write changes nothing."""
+    out = tmp_path / "rep"
+    with store.whole_folder(out) as first:
+        (first / "a").write_text("1")
+        with store.whole_folder(out) as second:
+            (second / "b").write_text("2")
+        assert [p.name for p in out.iterdir()] == ["b"]
+    assert [p.name for p in out.iterdir()] == ["a"]
+    assert [p.name for p in tmp_path.iterdir()] == ["rep"]
+    # a write that fails on the way leaves the folder as it was
+    with pytest.raises(OSError):
+        with store.whole_folder(out) as third:
+            (third / "c").write_text("3")
+            raise OSError(28, "No space left on device")
+    assert [p.name for p in out.iterdir()] == ["a"]
+    assert [p.name for p in tmp_path.iterdir()] == ["rep"]
+    # another writer's folder lands between this one's two renames: it
+    # is moved away as the old one was
+    rename, raced = store.os.rename, []
+
+    def racing(src, dst):
+        rename(src, dst)
+        if str(dst).endswith(".old") and not raced:
+            raced.append(dst)
+            out.mkdir()
+            (out / "b").write_text("2")
+    monkeypatch.setattr(store.os, "rename", racing)
+    with store.whole_folder(out) as fourth:
+        (fourth / "d").write_text("4")
+    assert raced and [p.name for p in out.iterdir()] == ["d"]
+    assert [p.name for p in tmp_path.iterdir()] == ["rep"]
+
+
 def test_a_long_variant_name_keeps_the_table_aligned():
     cell = {"boots": [1], "pinned_boots": [],
             "per_boot": {"p99": [4215.0, 4652.0, 5008.0, 4147.0, 4173.0],

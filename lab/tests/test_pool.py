@@ -76,3 +76,20 @@ def test_one_report_named_twice_is_not_pooled(tmp_path):
                                  replicate.load(a)[0])
     with pytest.raises(LabError, match="the very same runs"):
         pool.load([a, a])
+
+
+def test_a_damaged_run_summary_is_named(tmp_path):
+    """Issue 53: a truncated .json.gz in a pooled report's data/ ended
+    the pool in an EOFError: one line naming the file."""
+    from lab.tests.test_replicate import report, run
+    a = report(tmp_path / "a", [run(v, 1, seed=1) for v in
+                                ("baseline", "mine")], "lower")
+    b = report(tmp_path / "b", [run(v, 1, seed=2) for v in
+                                ("baseline", "mine")], "n.s.")
+    f = b / "data" / "mine-long-boot1.json.gz"
+    f.write_bytes(f.read_bytes()[:20])
+    with pytest.raises(LabError, match=f"^{f}: unreadable"):
+        pool.load([a, b])
+    store.write_json_gz(f, dict(run("mine", 1, seed=2), cpus="2"))
+    with pytest.raises(LabError, match=f"^{f}: cpus is '2', not a whole"):
+        pool.load([a, b])

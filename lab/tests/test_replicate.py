@@ -1,6 +1,7 @@
 """`python3 -m lab replicate`: what differs in how two reports were
 made, whether they are a repeat, and which verdicts agree."""
 import copy
+import gzip
 
 import pytest
 
@@ -296,3 +297,34 @@ def test_a_bad_declaration_names_its_file_and_line(tmp_path):
     # the repository's own file reads (it declares nothing since the
     # pooled runs decided its two comparisons)
     assert unresolved.load() == {}
+
+
+@pytest.mark.parametrize("damage, words", [
+    (lambda raw: raw[:len(raw) // 2], "unreadable"),
+    (lambda raw: b"not gzip", "unreadable"),
+    (lambda raw: gzip.compress(b'{"variant": "mine", "scenario": "long", '
+                               b'"boot": "one"}'),
+     "boot is 'one', not a whole number"),
+    (lambda raw: gzip.compress(b'["mine", "long", 1]'), "not a run summary"),
+    (lambda raw: gzip.compress(b'{"variant": "mine", "scenario": "long", '
+                               b'"boot": 1, "histogram": [1, 2]}'),
+     "histogram is [1, 2], not"),
+    (lambda raw: gzip.compress(b'{"variant": "mine", "scenario": "long", '
+                               b'"boot": 1, "boot_values": [9]}'),
+     "boot_values is [9], not an object"),
+], ids=["truncated", "not-gzip", "boot", "a-list", "histogram",
+        "boot-values"])
+def test_a_damaged_run_summary_is_named(tmp_path, damage, words):
+    """Issue 53: a truncated .json.gz in a report's data/, or a field of
+    the wrong type there, ended replicate and pool in an EOFError or a
+    TypeError: one line naming the file."""
+    a = report(tmp_path / "a", [run(v, 1, seed=1) for v in
+                                ("baseline", "mine")], "lower")
+    b = report(tmp_path / "b", [run(v, 1, seed=2) for v in
+                                ("baseline", "mine")], "n.s.")
+    f = b / "data" / "mine-long-boot1.json.gz"
+    f.write_bytes(damage(f.read_bytes()))
+    with pytest.raises(LabError) as e:
+        replicate.text(str(a), str(b))
+    assert str(e.value).startswith(f"{f}: ") and words in str(e.value)
+    assert "\n" not in str(e.value)

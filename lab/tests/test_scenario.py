@@ -60,6 +60,12 @@ def test_defaults(tmp_path):
     ("description = x\nduration = 5\ncyclictest = -t 1 --intervall=5\n",
      3, "--intervall is not an option"),
     ("description =\nduration = 5\n", 1, "description has no value"),
+    # digits of other scripts are digits to str.isdigit, not to int()
+    # (issue 53: a ValueError stopped every command that read scenarios)
+    ("description = x\nduration = \u00b2\n", 2, "whole number from 1"),
+    ("description = x\nduration = \u0663\n", 2, "whole number from 1"),
+    ("description = x\nduration = 5\nnic = 1\u00b2\n", 3,
+     "nic must be packets per second"),
 ])
 def test_errors_name_file_and_line(tmp_path, text, line, words):
     p = write(tmp_path, text)

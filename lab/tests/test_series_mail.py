@@ -216,3 +216,22 @@ def test_a_report_without_a_series_is_a_new_thread(tmp_path, monkeypatch):
         mail.find_report("other")
     with pytest.raises(LabError, match="'zijlstra' is not in this report"):
         mail.write(folder, "zijlstra")
+
+
+@pytest.mark.parametrize("name", ["../../mailtarget", "mine/../mine", "*",
+                                  "04-mine", "ine", "", "."])
+def test_a_report_is_named_exactly(tmp_path, monkeypatch, name):
+    """Issue 53: `make mail NAME=../../mailtarget` wrote reply.eml
+    outside reports/, and NAME=5boots or * picked a report by pattern: a
+    name is a folder directly under reports/, or one dated
+    <yyyy-mm-dd>-<name>, nothing else."""
+    fake_report(tmp_path, monkeypatch)
+    (tmp_path / "mailtarget" / "data").mkdir(parents=True)
+    (tmp_path / "mailtarget" / "report.txt").write_text("x\n")
+    with pytest.raises(LabError) as e:
+        mail.find_report(name)
+    assert repr(name) in str(e.value)
+    assert f"report names: `ls {tmp_path / 'reports'}`" in str(e.value)
+    assert "\n" not in str(e.value)
+    assert mail.find_report("mine").name == "2026-12-04-mine"
+    assert mail.find_report("2026-12-04-mine").name == "2026-12-04-mine"
