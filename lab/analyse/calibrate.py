@@ -326,7 +326,13 @@ def summary(result: dict, rule: str, n: int, power: float = 0.8) -> str:
 
 def text(result: dict, command: str) -> str:
     """calibration.md: every figure of `run`, as tables."""
-    rules, sizes = result["rules"], sorted(
+    # in the lab's order of rules, which calibration.json's sorted keys
+    # lose
+    order = list(stats.RULES)
+    rules = {k: result["rules"][k] for k in sorted(
+        result["rules"], key=lambda k: order.index(k) if k in order
+        else len(order))}
+    sizes = sorted(
         {n for row in result["injected"]
          for n in next(iter(row["rate"].values()))}, key=int)
     lines = ["# Calibration: the verdict rule's error rates", "",
@@ -355,13 +361,14 @@ def text(result: dict, command: str) -> str:
         cols.append(f"{hits} of {len(aa)}" if aa else "none measured")
         lines.append(f"| {name} | " + " | ".join(cols) + " |")
     if aa:
+        false = [r for r in aa if any(v in ("lower", "higher")
+                                      for v in r["verdicts"].values())]
         lines += ["", "The A/A comparisons that any rule calls a finding, "
                   "and what their report printed:", ""]
         lines += [f"- `{r['report']}` {r['cell']} {r['metric']}: "
                   f"p = {r['p']:.3g}, printed {r['printed'] or '-'}; " +
                   ", ".join(f"{k} {v}" for k, v in r["verdicts"].items())
-                  for r in aa if any(v in ("lower", "higher")
-                                     for v in r["verdicts"].values())]
+                  for r in false] or ["None."]
     lines += ["", "## Sensitivity, injected", "",
               "Each base cell's lead metric: boots drawn with replacement "
               "from all the reports' boots of the cell, one side times a "
@@ -418,7 +425,7 @@ def text(result: dict, command: str) -> str:
 
 # The calibration the lab's rule was chosen by and is published with:
 # every report's Rules section quotes its figures for the rule it uses.
-PUBLISHED = "2026-12-07-calibration-e-l"
+PUBLISHED = "2026-12-07-calibration"
 
 
 def rule_summary(result: dict, rule: str, report: str = PUBLISHED) -> dict:

@@ -5,6 +5,7 @@ again, anywhere the results folder was copied, without booting anything.
 The analysis is lab/analyse/analysis.py, the text lab/report/text.py, the
 figures lab/report/plots.py; this module writes them into the folder.
 """
+import shutil
 import time
 from pathlib import Path
 
@@ -139,6 +140,7 @@ def write(root: Path, out: Path, descriptions: dict, command: str,
     a = analysis.analyse(runs, traces, busy=set(busy), lead=lead, tail=tail)
     a["traces"] = traces
     with store.whole_folder(out) as new:
+        _keep_readme(out, new)
         (new / "data").mkdir()
         # one summary per run, gzip'd: 360 runs of plain JSON are 6 MB, a
         # published report stays under 5 MB
@@ -156,9 +158,18 @@ def write_analysed(runs: list, a: dict, out: Path, descriptions: dict,
     report.md and the figures, in place of `out` whole."""
     replaceable(out)
     with store.whole_folder(out) as new:
+        _keep_readme(out, new)
         (new / "data").mkdir()
         _fill(runs, a, new, out, descriptions, command, root)
     return out
+
+
+def _keep_readme(out: Path, new: Path) -> None:
+    """A published report's README.md is its author's account of it (how
+    it was made, what it shows), not the writer's output: a report
+    written again keeps it."""
+    if (out / "README.md").is_file():
+        shutil.copy2(out / "README.md", new / "README.md")
 
 
 def replaceable(out: Path) -> None:

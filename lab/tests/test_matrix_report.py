@@ -539,10 +539,13 @@ def test_a_report_folder_is_replaced_whole(tmp_path, monkeypatch):
         fake_run(root, "baseline", scen, 1, 50, 300)
     publish.write(root, out, {}, "first", ["baseline"], ["idle", "fs-noise"])
     assert (out / "survival-fs-noise.png").is_file()
+    (out / "README.md").write_text("how it was made\n")    # its author's
     publish.write(root, out, {}, "second", ["baseline"], ["idle"])
     assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == [
-        "data", "data/analysis.json", "data/baseline-idle-boot1.json.gz",
-        "report.md", "report.txt", "survival-idle.png"]
+        "README.md", "data", "data/analysis.json",
+        "data/baseline-idle-boot1.json.gz", "report.md", "report.txt",
+        "survival-idle.png"]
+    assert (out / "README.md").read_text() == "how it was made\n"
     assert "second" in (out / "report.md").read_text()
     assert json.loads((out / "data" / "analysis.json").read_text())[
         "command"] == "second"
