@@ -8,6 +8,8 @@ SCENARIOS ?=
 BOOTS ?=
 # JOBS=n guests at once; without it, the host's cores (below)
 JOBS ?=
+# whether NAME was given: `make variant` without it once made variants/lab
+NAME_GIVEN := $(if $(filter undefined,$(origin NAME)),,yes)
 NAME ?= lab
 FROM ?=
 VARIANT ?=
@@ -118,6 +120,9 @@ lab: deps
 		$(RUNNER_OPTS)
 
 variant: deps
+	@if [ -z "$(NAME_GIVEN)" ]; then \
+		echo "make variant: NAME=<name> names the new variant" \
+			"(variants/<name>/)" >&2; exit 2; fi
 	@$(LAB) variant add "$$NAME" --from "$$FROM"
 
 # Every prefix of a variant's series against its base: which patch

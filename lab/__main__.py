@@ -210,9 +210,13 @@ def cmd_replicate(args) -> int:
     import tempfile
     from .analyse import replicate
     with tempfile.TemporaryDirectory() as tmp:
-        text = replicate.text(_report_of(args.a, Path(tmp) / "a"),
-                              _report_of(args.b, Path(tmp) / "b"),
-                              (args.a, args.b))
+        a, b = (_report_of(n, Path(tmp) / k)
+                for n, k in ((args.a, "a"), (args.b, "b")))
+        if Path(a).resolve() == Path(b).resolve() or \
+                Path(args.a).resolve() == Path(args.b).resolve():
+            raise LabError(f"replicate: {args.a} and {args.b} are one "
+                           f"report; a repeat is another run of its plan")
+        text = replicate.text(a, b, (args.a, args.b))
     return _emit(text, args.out)
 
 
@@ -302,7 +306,13 @@ def cmd_trace_length(args) -> int:
 
 def cmd_attribute(args) -> int:
     from . import attribute
-    variant = variants.select(args.variant)[0]
+    # one variant's patches, prefix by prefix: an empty name would select
+    # every variant and attribute the first, a list all but one
+    named = variants.names_in(args.variant, "variant")
+    if len(named) != 1:
+        raise LabError(f"attribute: name one variant (VARIANT=<name>), "
+                       f"not {args.variant!r}")
+    variant = variants.select(named[0])[0]
     out = Path(args.out) if args.out else publish.default_folder(
         args.name or f"attribute-{variant.name}")
     descriptions, busy, lead, tail = _scenario_facts()

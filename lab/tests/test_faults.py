@@ -194,9 +194,25 @@ def test_make_variables_reach_the_lab_as_data(tmp_path, target, variable,
     marker = tmp_path / "ran"
     value = (f'x";touch {marker};"`touch {marker}`$(touch {marker})'
              f"$(shell touch {marker})'$$HOME $$(touch {marker})")
-    [argv] = make_calls(tmp_path, target, f"{variable}={value}")
+    named = ["NAME=mine"] if target == "variant" and variable != "NAME" \
+        else []
+    [argv] = make_calls(tmp_path, target, f"{variable}={value}", *named)
     assert not marker.exists()
     assert value in argv and argv[argv.index(value) - 1] == option, argv
+
+
+def test_make_variant_asks_for_its_name(tmp_path):
+    """`make variant FROM=...` without NAME once made variants/lab."""
+    py = tmp_path / "python3"
+    py.write_text(RECORDER)
+    py.chmod(0o755)
+    r = subprocess.run(["make", "-s", "-C", str(paths.REPO), "-o", "deps",
+                        f"PY={py}", "variant", "FROM=x.mbox"],
+                       capture_output=True, text=True,
+                       env={"PATH": "/usr/bin:/bin"})
+    assert r.returncode != 0
+    assert "make variant: NAME=<name> names the new variant" in r.stderr
+    assert not py.with_name("python3.calls").exists()
 
 
 def test_a_list_of_reports_is_split_at_spaces_only(tmp_path):
@@ -209,3 +225,14 @@ def test_a_list_of_reports_is_split_at_spaces_only(tmp_path):
         assert argv[3:7] == ["a", "*", f"`touch", f"{marker}`"], argv
         assert argv[7:9] == ["$(touch", "x)"], argv
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("names", ["", "malat,baseline", " , "])
+def test_attribute_asks_for_one_variant(names, capsys):
+    """`attribute malat,baseline` dropped the second name without a word,
+    and `make attribute` without VARIANT attributed baseline."""
+    from lab.__main__ import main
+    assert main(["attribute", names]) == 2
+    err = capsys.readouterr().err
+    assert "attribute: name one variant (VARIANT=<name>)" in err or \
+        "names no variant" in err, err

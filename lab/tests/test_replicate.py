@@ -126,6 +126,11 @@ def test_two_results_folders_are_made_into_reports_and_compared(
     assert "comparisons agree (100.0%)" in out
     assert main(["replicate", str(tmp_path / "a"),
                  str(tmp_path / "nothing")]) == 2
+    # a report against itself is no repeat: one line, not "all agree"
+    capsys.readouterr()
+    assert main(["replicate", str(tmp_path / "a"), str(tmp_path / "a")]) \
+        == 2
+    assert "are one report" in capsys.readouterr().err
 
 
 def test_verdicts_are_compared_under_the_current_rules():
