@@ -135,23 +135,58 @@ COMMAND_STARTS = {";", "|", "||", "&&", "&", "(", "do", "then", "else",
                   "!", "{"}
 
 
+# Programs that run the command after their own options and arguments:
+# {name: (its options that take a value, how many arguments come before
+# the command)}; `timeout 5 x` runs x, which the guest must have too.
+WRAPPERS = {"timeout": ({"-s", "--signal", "-k", "--kill-after"}, 1),
+            "nice": ({"-n", "--adjustment"}, 0),
+            "ionice": ({"-c", "--class", "-n", "--classdata"}, 0),
+            "chrt": (set(), 1), "taskset": (set(), 1),
+            "env": ({"-u", "--unset"}, 0), "nohup": (set(), 0),
+            "setsid": (set(), 0), "time": (set(), 0),
+            "stdbuf": ({"-i", "-o", "-e"}, 0)}
+SHELLS = {"sh", "ash", "bash", "dash"}
+
+
 def programs_in(command: str) -> list:
     """The programs a background command runs: the first word of each
-    simple command, past assignments, redirections and shell keywords."""
+    simple command, past assignments, redirections and shell keywords;
+    the command a wrapper (timeout, nice, chrt...) runs, and the
+    commands of `sh -c '...'`."""
     lex = shlex.shlex(command, posix=True, punctuation_chars=";&|()")
     lex.whitespace_split = True
-    out, start = [], True
-    for word in lex:
+    words = list(lex)
+    out, start, k = [], True, 0
+    while k < len(words):
+        word = words[k]
+        k += 1
         if word in COMMAND_STARTS or word == ";;":
             start = True
         elif start and ("=" in word[1:] or word[:1] in "<>" or
                         word[:1].isdigit() and ">" in word):
             continue                # X=y, >file, 2>/dev/null
         elif start:
-            if word not in SHELL_WORDS and not word.startswith("$"):
-                out.append(word)
             start = False
+            if word in SHELL_WORDS or word.startswith("$"):
+                continue
+            out.append(word)
+            name = word.rsplit("/", 1)[-1]
+            if name in SHELLS and "-c" in words[k:k + 2]:
+                k += words[k:k + 2].index("-c") + 1
+                if k < len(words):
+                    out += programs_in(words[k])
+                    k += 1
+            elif name in WRAPPERS:
+                k, start = _past_wrapper(words, k, *WRAPPERS[name]), True
     return out
+
+
+def _past_wrapper(words: list, k: int, valued: set, arguments: int) -> int:
+    """Where the command a wrapper runs starts: past its options (and
+    their values) and its own arguments."""
+    while k < len(words) and words[k].startswith("-"):
+        k += 2 if words[k] in valued else 1
+    return k + arguments
 
 
 def applets() -> set:

@@ -91,6 +91,10 @@ CYCLICTEST_OPTIONS = set("-a -A -b -c -d -D -F -h -H -i -l -m -M -N -o -p -q "
     "--relative", "--resolution", "--secaligned", "--system", "--smp",
     "--spike", "--spike-nodes", "--smi", "--threads", "--tracemark",
     "--unbuffered", "--verbose", "--dbg_cyclictest", "--posix_timers"}
+# cyclictest's short options that take the rest of their word as a value
+# (getopt: "-d0", "-h100"; a, A and t optionally): any other letter in a
+# word is an option of its own ("-Ma" is -M -a, "-rh100" is -r -h 100)
+SHORT_WITH_VALUE = set("bcdDFhHilopaAt")
 # common/kernel.config's CONFIG_NR_CPUS, and the plan's affinity mask (ff)
 MAX_CPUS = 8
 # Kernel parameters the lab sets itself (lab/run/qemu.py).
@@ -216,12 +220,8 @@ def _check_cyclictest(value: str, where: str) -> None:
         words = shlex.split(value)
     except ValueError as e:
         raise LabError(f"{where}: cyclictest: {e}") from None
-    for w in words:
-        opt = w.split("=", 1)[0]
-        if opt.startswith("-") and not opt.startswith("--"):
-            opt = opt[:2]           # -a0, -D5: the value attached
-        if opt.startswith("-") and opt not in CYCLICTEST_OPTIONS and \
-                not opt.lstrip("-").isdigit():
+    for opt in (o for w in words for o in _options(w)):
+        if opt not in CYCLICTEST_OPTIONS:
             raise LabError(f"{where}: cyclictest: {opt} is not an option "
                            f"of the guest's cyclictest (rt-tests 2.4)")
         if opt in LAB_OWNED:
@@ -229,6 +229,22 @@ def _check_cyclictest(value: str, where: str) -> None:
                            f"(threads are free to move unless the scenario "
                            f"says 'pin = CPU'; duration, histogram and "
                            f"JSON output come from the scenario)")
+
+
+def _options(word: str) -> list:
+    """The options one word of a cyclictest line gives, as getopt reads
+    it: "--interval=1000" one, "-Ma" two (-M, -a), "-p99" one; a value
+    ("99", "-5") none."""
+    if word.startswith("--"):
+        return [word.split("=", 1)[0]]
+    if not word.startswith("-") or word[1:].isdigit() or word == "-":
+        return []
+    out = []
+    for k, letter in enumerate(word[1:], 1):
+        out.append(f"-{letter}")
+        if letter in SHORT_WITH_VALUE:
+            break                   # the rest of the word is its value
+    return out
 
 
 def _check_append(value: str, where: str) -> None:

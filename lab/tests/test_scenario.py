@@ -54,6 +54,13 @@ def test_defaults(tmp_path):
      "-a is set by the lab"),
     ("description = x\nduration = 5\ncyclictest = -t1 -D5\n", 3,
      "-D is set by the lab"),
+    # options bundled as getopt reads them (issue 53: -Ma is -M -a)
+    ("description = x\nduration = 5\ncyclictest = -t 1 -Ma\n", 3,
+     "-a is set by the lab"),
+    ("description = x\nduration = 5\ncyclictest = -t 1 -rh100\n", 3,
+     "-h is set by the lab"),
+    ("description = x\nduration = 5\ncyclictest = -t 1 -Mz\n", 3,
+     "-z is not an option"),
     ("description = x\nduration = 5\ndisk = 1\n", 3, "from 16 to 65536"),
     ("description = x\nduration = 5\ncyclictest = -t 1 -z 3\n", 3,
      "-z is not an option of the guest's cyclictest"),
@@ -290,7 +297,14 @@ def test_a_background_program_the_guest_lacks_is_refused_before_a_build(
     assert guestbuild.programs_in(
         "for f in /x/*; do echo 2 > $f; done 2>/dev/null; X=1 taskset 2 "
         "lab-fsnoise $D | awk '{print}' && stres-ng -c 1") == \
-        ["taskset", "awk", "stres-ng"]
+        ["taskset", "lab-fsnoise", "awk", "stres-ng"]
+    # what a wrapper or a shell runs must be there too (issue 53)
+    assert guestbuild.programs_in('sh -c "no-such-program -x; ls"') == \
+        ["sh", "no-such-program", "ls"]
+    assert guestbuild.programs_in("timeout -s KILL 5 no-such-program") == \
+        ["timeout", "no-such-program"]
+    assert guestbuild.programs_in("nice -n 5 chrt -f 50 dd if=/dev/zero") \
+        == ["nice", "chrt", "dd"]
     ok = scenario.parse(write(tmp_path, "description = x\nduration = 5\n"
                               "background = stress-ng --cpu 1\n"))
     guestbuild.check_background([ok])
