@@ -16,6 +16,7 @@ import email
 import email.header
 import hashlib
 import mailbox
+import os
 import re
 import shutil
 import subprocess
@@ -135,11 +136,16 @@ def check_bytes(path: Path, what: str) -> None:
         except UnicodeDecodeError as e:
             line = raw[:e.start].count(b"\n") + 1
             subject = header(box.get_message(key), "Subject")
-            raise LabError(f"{what}: '{subject}', line {line} of its mail: "
-                           f"byte 0x{raw[e.start]:02x} is not UTF-8; b4 "
-                           f"would replace it and the patch would change: "
-                           f"send the series as UTF-8 (git format-patch "
-                           f"does)") from None
+            where = f"{what}: '{subject}', line {line} of its mail: byte " \
+                f"0x{raw[e.start]:02x} is not UTF-8"
+            if b"\ndiff --git " in raw[:e.start]:
+                # format-patch wrote it: the change itself holds the byte
+                raise LabError(f"{where}, in the patch's own diff: the lab "
+                               f"keeps patches as text and cannot take "
+                               f"this one byte for byte") from None
+            raise LabError(f"{where}; b4 would replace it and the patch "
+                           f"would change: send the series as UTF-8 (git "
+                           f"format-patch does)") from None
 
 
 def b4_am(series: str, outdir: Path, label: str = "") -> tuple:
@@ -151,27 +157,50 @@ def b4_am(series: str, outdir: Path, label: str = "") -> tuple:
         (["-m", series] if local else [series.strip("<>")])
     try:
         r = subprocess.run(cmd, capture_output=True, text=True,
-                           timeout=300, cwd=outdir)
+                           timeout=300, cwd=outdir, env=_b4_env(outdir))
     except FileNotFoundError:
         raise LabError("b4 not found: install it with `make deps` (Debian "
                        "package b4)") from None
     mbx = sorted(outdir.glob("*.mbx"))
     if r.returncode != 0 or not mbx:
         tail = (r.stderr or r.stdout).strip().splitlines()[-1:] or ["?"]
-        where = "" if local else (" (is a public-inbox archive such as "
-                                  "lore.kernel.org reachable? offline, "
-                                  "give a local mbox)")
-        raise LabError(f"{label or series}: b4 am failed: {tail[0]}{where}")
+        if local:
+            raise LabError(f"{label or series}: b4 am failed: {tail[0]}")
+        raise LabError(f"{label or series}: no such file or folder; as a "
+                       f"Message-ID, b4 am failed: {tail[0]} (is a "
+                       f"public-inbox archive such as lore.kernel.org "
+                       f"reachable? offline, give a local mbox)")
     covers = sorted(outdir.glob("*.cover"))
     return mbx[0], covers[0] if covers else None
 
 
+def _b4_env(home: Path) -> dict:
+    """b4's environment: git needs an identity and b4 a home, which a
+    bare machine or a service may lack ("b4 am failed" named neither).
+    The identity is the lab's own, for this import only, where git has
+    none; b4 am commits nothing under it."""
+    env = dict(os.environ)
+    env.setdefault("HOME", str(home))
+    has = subprocess.run(["git", "config", "user.email"], env=env,
+                         capture_output=True, text=True).stdout.strip()
+    if not has and "GIT_CONFIG_COUNT" not in env:
+        env.update({"GIT_CONFIG_COUNT": "2",
+                    "GIT_CONFIG_KEY_0": "user.name",
+                    "GIT_CONFIG_VALUE_0": "softirq-rt lab",
+                    "GIT_CONFIG_KEY_1": "user.email",
+                    "GIT_CONFIG_VALUE_1": "lab@softirq-rt-lab.invalid"})
+    return env
+
+
 def split(mbx: Path, folder: Path) -> list:
-    """b4's mbox, one file per patch, in order."""
+    """b4's mbox, one file per patch, in order, each named by its subject
+    as git format-patch names it: an error of a patch names the patch."""
     folder.mkdir(parents=True, exist_ok=True)
     out = []
     for i, msg in enumerate(mailbox.mbox(str(mbx), create=False), 1):
-        path = folder / f"{i:04d}.patch"
+        title = (numbered(msg) or (0, 0, header(msg, "Subject")))[2]
+        slug = re.sub(r"[^A-Za-z0-9._]+", "-", title).strip("-.")[:52]
+        path = folder / f"{i:04d}-{slug or 'patch'}.patch"
         path.write_bytes(msg.as_bytes(unixfrom=True))
         out.append(path)
     return out

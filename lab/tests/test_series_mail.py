@@ -95,6 +95,26 @@ def test_a_series_without_message_ids_is_threaded_for_b4(tmp_path):
         plain, tmp_path / "unfolded.mbox")), tmp_path / "b4", str(plain))
     checked = series.check_mbox(mbx, "b4's")
     assert checked["total"] == 2 and cover is not None
+    # each patch file named by its subject, as format-patch names it: a
+    # patch that does not apply is named by what it does (issue 53)
+    assert [p.name for p in series.split(mbx, tmp_path / "split")] == \
+        ["0001-x-add-LAB_NEW.patch", "0002-x-set-x.patch"]
+
+
+def test_b4_imports_without_a_home_or_a_git_identity(tmp_path,
+                                                     monkeypatch):
+    """Issue 53: with HOME unset, or no git identity, "b4 am failed"
+    named neither; the lab gives b4 a home and its own identity."""
+    plain = tmp_path / "plain.mbox"
+    plain.write_text(make_series(tmp_path, TOY, TOY_EDITS))
+    monkeypatch.delenv("HOME", raising=False)
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    for k in ("GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL", "EMAIL"):
+        monkeypatch.delenv(k, raising=False)
+    mbx, _ = series.b4_am(str(series.unfolded(
+        plain, tmp_path / "unfolded.mbox")), tmp_path / "b4", str(plain))
+    assert series.check_mbox(mbx, "b4's")["total"] == 2
 
 
 def test_bytes_that_are_not_utf8_are_refused_with_their_line(tmp_path):
@@ -107,6 +127,14 @@ def test_bytes_that_are_not_utf8_are_refused_with_their_line(tmp_path):
                        r"byte 0xe9 is not UTF-8") as e:
         series.check_bytes(bad, str(bad))
     assert line > 0 and "latin1.mbox" in str(e.value)
+    # in the diff, format-patch wrote the byte: no advice to use it
+    assert "in the patch's own diff" in str(e.value)
+    assert "format-patch does" not in str(e.value)
+    # in the message above the diff, the mailer did: send it as UTF-8
+    above = tmp_path / "above.mbox"
+    above.write_bytes(text.replace(b"\n---\n", b"\nCaf\xe9.\n---\n", 1))
+    with pytest.raises(LabError, match="send the series as UTF-8"):
+        series.check_bytes(above, str(above))
 
 
 def test_an_undecided_option_stops_the_build(tmp_path):
@@ -235,3 +263,20 @@ def test_a_report_is_named_exactly(tmp_path, monkeypatch, name):
     assert "\n" not in str(e.value)
     assert mail.find_report("mine").name == "2026-12-04-mine"
     assert mail.find_report("2026-12-04-mine").name == "2026-12-04-mine"
+
+
+def test_a_mistyped_path_with_an_at_sign_says_it_is_no_file(tmp_path,
+                                                            monkeypatch):
+    """Issue 53: a FROM path with "@" that names no file went to the
+    archive as a Message-ID and ended in b4's ConnectionError alone."""
+    import subprocess as sp
+
+    def offline(cmd, **kw):
+        return sp.CompletedProcess(cmd, 1, "", "ConnectionError: no route")
+    monkeypatch.setattr(series.subprocess, "run", offline)
+    typo = str(tmp_path / "me@host" / "serie.mbox")
+    with pytest.raises(LabError) as e:
+        series.b4_am(typo, tmp_path / "b4", typo)
+    assert str(e.value).startswith(f"{typo}: no such file or folder; as a "
+                                   f"Message-ID, b4 am failed: "
+                                   f"ConnectionError")
