@@ -162,7 +162,7 @@ compare: deps
 PYTEST = LAB_TEST_VARIANTS="$$VARIANTS" $(PY) -m pytest -p no:cacheprovider -q
 
 # The host side's unit tests only: no kernel build, no guest, no LAVA.
-test:
+test: deps
 	@$(PYTEST) lab/tests -m "not guest"
 
 # The tests include an end-to-end run through a local LAVA.  The boot and

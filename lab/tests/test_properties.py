@@ -1,0 +1,148 @@
+"""Every parser a user feeds, fuzzed (issue 53): whatever the input, the
+result is a parsed value or the lab's one-line error (LabError), never
+another exception.  Hypothesis draws the inputs; each test keeps to a
+few hundred examples so that `make test` stays quick."""
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from lab.base import predictions, unresolved, variants
+from lab.base.log import LabError
+from lab.build import series
+from lab.report import publish
+from lab.run import scenario
+from lab.tests.test_matrix_report import fake_run
+
+FAST = settings(max_examples=150, deadline=None,
+                suppress_health_check=[HealthCheck.too_slow])
+
+# lines that look like the files' own, so that the parsers get past their
+# first check, mixed with any text at all
+KEYS = sorted(scenario.KEYS | set(variants.CONF_DEFAULTS) | {"x"})
+WORDS = st.sampled_from(KEYS + ["=", "#", "-t", "-Ma", "-rh100", "--", "5",
+                                "\u00b2", "0x10", "baseline", "idle", "p99",
+                                "lower", "same", "yes", "6.1", "'", '"'])
+LINE = st.one_of(st.text(max_size=40),
+                 st.lists(WORDS, max_size=6).map(" ".join))
+TEXT = st.lists(LINE, max_size=12).map("\n".join)
+
+
+def parsed_or_refused(parse, *args):
+    """parse(*args), or None where the lab refused it in one line."""
+    try:
+        return parse(*args)
+    except LabError as e:
+        assert "\n" not in str(e).strip(), str(e)
+        return None
+
+
+def written(text, name: str) -> Path:
+    folder = Path(tempfile.mkdtemp())
+    path = folder / name
+    path.write_text(text, errors="surrogateescape")
+    return path
+
+
+@FAST
+@given(TEXT)
+def test_a_scenario_file_is_parsed_or_refused(text):
+    path = written(text, "fuzz.scenario")
+    try:
+        parsed_or_refused(scenario.parse, path)
+    finally:
+        shutil.rmtree(path.parent)
+
+
+@FAST
+@given(st.lists(WORDS, max_size=8).map(" ".join) | st.text(max_size=30))
+def test_a_cyclictest_line_is_taken_or_refused(line):
+    parsed_or_refused(scenario._check_cyclictest, line, "fuzz.scenario:3")
+
+
+@FAST
+@given(TEXT)
+def test_a_variant_conf_is_parsed_or_refused(text):
+    folder = written(text, "variant.conf").parent
+    try:
+        parsed_or_refused(variants.parse_conf, folder)
+        (folder / "series").write_text(text)
+        parsed_or_refused(variants.parse_series, folder / "series")
+        (folder / "expect").write_text(text)
+        parsed_or_refused(variants.parse_expect, folder / "expect")
+    finally:
+        shutil.rmtree(folder)
+
+
+@FAST
+@given(TEXT)
+def test_the_unresolved_and_predictions_files_are_parsed_or_refused(text):
+    path = written(text, "declared.txt")
+    try:
+        parsed_or_refused(unresolved.load, path)
+        parsed_or_refused(predictions.load, path)
+    finally:
+        shutil.rmtree(path.parent)
+
+
+MAIL = st.builds(
+    lambda subject, body, raw: (
+        f"From x@y Mon Jan  1 00:00:00 2024\nSubject: {subject}\n"
+        f"From: a <a@b>\n\n{body}\n").encode("utf-8", "surrogateescape")
+    + raw,
+    st.sampled_from(["[PATCH 1/2] x: y", "[PATCH 2/2] x: z", "[PATCH 0/2] c",
+                     "[PATCH] one", "Re: [PATCH 1/2] x", "no tag", ""]),
+    st.text(max_size=80), st.binary(max_size=20))
+
+
+@FAST
+@given(st.lists(MAIL, max_size=4))
+def test_an_mbox_is_checked_or_refused(mails):
+    path = written("", "series.mbox")
+    try:
+        path.write_bytes(b"".join(mails))
+        parsed_or_refused(series.check_mbox, path, str(path))
+        parsed_or_refused(series.check_bytes, path, str(path))
+    finally:
+        shutil.rmtree(path.parent)
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() |
+                    st.floats() | st.text(max_size=8),
+                    lambda inner: st.lists(inner, max_size=3) |
+                    st.dictionaries(st.text(max_size=6), inner, max_size=3),
+                    max_leaves=6)
+RUN_FIELDS = ["variant", "status", "boot", "cpus", "variant_conf", "reason",
+              "scenario", "plan_env", "kernel", "qemu"]
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(st.sampled_from(RUN_FIELDS), JSON, min_size=1,
+                       max_size=3))
+def test_a_stored_run_record_is_read_or_left_out(changed):
+    """A run.json with any of its fields changed to any JSON value: the
+    run is analysed with the others, or left out with a line; never a
+    traceback of the whole compare."""
+    root = Path(tempfile.mkdtemp())
+    try:
+        for boot in (1, 2):
+            fake_run(root, "baseline", "idle", boot, 40, 60, seed=boot)
+        bad = root / "baseline" / "idle" / "boot-2" / "run.json"
+        record = json.loads(bad.read_text())
+        record.update(changed)
+        bad.write_text(json.dumps(record))
+        # the whole report, its figures aside (matplotlib is slow and
+        # reads only what the analysis made)
+        plots, publish.report_plots.plots = publish.report_plots.plots, \
+            lambda runs, a, out: []
+        try:
+            parsed_or_refused(publish.write, root, root / "report", {},
+                              "fuzz")
+        finally:
+            publish.report_plots.plots = plots
+    finally:
+        shutil.rmtree(root)
+
