@@ -259,9 +259,10 @@ def cmd_calibrate(args) -> int:
     text = calibrate.text(result, command)
     if args.name:
         out = publish.default_folder(args.name)
-        (out / "data").mkdir(parents=True, exist_ok=True)
-        store.write_json(out / "data" / "calibration.json", result)
-        (out / "README.md").write_text(text)
+        with store.whole_folder(out) as new:    # never a mix of two
+            (new / "data").mkdir()
+            store.write_json(new / "data" / "calibration.json", result)
+            (new / "README.md").write_text(text)
         info(f"written to {out}")
     print(text, end="")
     return 0

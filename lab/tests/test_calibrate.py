@@ -163,3 +163,20 @@ def test_a_rare_high_mode_is_still_calibrated_and_a_never_found_change_reads_das
     assert [r["metric"] for r in rows] == ["p99_over_200us"]
     never = {"injected": [{"rate": {"floor": {5: {0.5: 0.0, 0.1: 0.0}}}}]}
     assert calibrate.summary(never, "floor", 5) == "-"
+
+
+def test_a_calibration_folder_is_written_whole(tmp_path, monkeypatch,
+                                               capsys):
+    """`calibrate --name` replaces its folder whole (issue 53): nothing
+    of an earlier write is left beside the new one."""
+    from lab.__main__ import main
+    from lab.report import publish
+    out = tmp_path / "2026-01-01-cal"
+    (out / "data").mkdir(parents=True)
+    (out / "stale.md").write_text("an earlier write\n")
+    monkeypatch.setattr(publish, "default_folder", lambda name: out)
+    assert main(["calibrate", "2026-12-07-known-effect-10boots",
+                 "--trials", "2", "--name", "cal"]) == 0
+    assert sorted(p.name for p in out.rglob("*")) == [
+        "README.md", "calibration.json", "data"]
+    assert "Calibration" in capsys.readouterr().out
