@@ -50,6 +50,11 @@ def parse(text: str) -> tuple[dict, dict]:
     return samples, intervals
 
 
+def _number(text: str) -> bool:
+    """Digits 0-9: str.isdigit alone takes a "²", which int() refuses."""
+    return text.isascii() and text.isdigit()
+
+
 def _option(tokens: list, short: str, long: str):
     """The value of cyclictest option -X / --long from a command line,
     in any of getopt's forms ("-d 500", "-d500", "--distance=500"), or
@@ -57,10 +62,10 @@ def _option(tokens: list, short: str, long: str):
     for i, tok in enumerate(tokens):
         if tok in (short, long):
             nxt = tokens[i + 1] if i + 1 < len(tokens) else ""
-            return nxt if nxt.lstrip("-").isdigit() else True
+            return nxt if _number(nxt.lstrip("-")) else True
         if tok.startswith(long + "="):
             return tok.split("=", 1)[1]
-        if tok.startswith(short) and tok[len(short):].isdigit():
+        if tok.startswith(short) and _number(tok[len(short):]):
             return tok[len(short):]
     return None
 

@@ -216,6 +216,11 @@ def _check_module_args(value: str, where: str, key: str) -> None:
 
 
 def _check_cyclictest(value: str, where: str) -> None:
+    if not value.isascii():
+        # a "²" passes str.isdigit and then stops the analysis at int()
+        odd = next(c for c in value if not c.isascii())
+        raise LabError(f"{where}: cyclictest: {odd!r} is not ASCII; its "
+                       f"options and numbers are")
     try:
         words = shlex.split(value)
     except ValueError as e:

@@ -61,6 +61,8 @@ def test_defaults(tmp_path):
      "-h is set by the lab"),
     ("description = x\nduration = 5\ncyclictest = -t 1 -Mz\n", 3,
      "-z is not an option"),
+    ("description = x\nduration = 5\ncyclictest = -t 1 -d \u00b2\n", 3,
+     "is not ASCII"),
     ("description = x\nduration = 5\ndisk = 1\n", 3, "from 16 to 65536"),
     ("description = x\nduration = 5\ncyclictest = -t 1 -z 3\n", 3,
      "-z is not an option of the guest's cyclictest"),
