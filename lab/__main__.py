@@ -618,6 +618,11 @@ def _stop(signum, frame):
 
 
 def main(argv=None) -> int:
+    # run from `make lab NAME=...`, the lab's own makes (kernels, the
+    # module, rtla) would take the outer make's command-line variables
+    # from MAKEFLAGS as overrides of theirs
+    for k in ("MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES", "MAKELEVEL"):
+        os.environ.pop(k, None)
     args = parse_args(argv)
     signal.signal(signal.SIGTERM, _stop)
     try:

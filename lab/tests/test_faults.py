@@ -236,3 +236,16 @@ def test_attribute_asks_for_one_variant(names, capsys):
     err = capsys.readouterr().err
     assert "attribute: name one variant (VARIANT=<name>)" in err or \
         "names no variant" in err, err
+
+
+def test_the_labs_own_makes_do_not_take_the_outer_makes_variables(
+        monkeypatch):
+    """`make lab NAME=x` puts NAME=x in MAKEFLAGS, which a kernel build
+    the lab runs would take as an override of its own NAME."""
+    import os
+    from lab.__main__ import main
+    monkeypatch.setenv("MAKEFLAGS", " -- NAME=x VARIANTS=y")
+    monkeypatch.setenv("MAKELEVEL", "1")
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "MAKEFLAGS" not in os.environ and "MAKELEVEL" not in os.environ
