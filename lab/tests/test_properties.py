@@ -99,12 +99,26 @@ MAIL = st.builds(
 
 @FAST
 @given(st.lists(MAIL, max_size=4))
-def test_an_mbox_is_checked_or_refused(mails):
+def test_an_mbox_or_a_folder_of_patches_is_checked_or_refused(mails):
+    """As `variant add` reads them, up to b4 (which the series tests
+    run): an mbox, or a folder of *.patch files made into one, checked,
+    its bytes checked, unfolded for b4."""
     path = written("", "series.mbox")
     try:
         path.write_bytes(b"".join(mails))
-        parsed_or_refused(series.check_mbox, path, str(path))
-        parsed_or_refused(series.check_bytes, path, str(path))
+        folder = path.parent / "folder"
+        folder.mkdir()
+        for k, mail in enumerate(mails):
+            (folder / f"{k:04d}.patch").write_bytes(mail.split(b"\n", 1)[1])
+        boxes = [path]
+        made = parsed_or_refused(series.as_mbox, folder,
+                                 path.parent / "folder.mbox")
+        boxes += [made] if made else []
+        for box in boxes:
+            if parsed_or_refused(series.check_mbox, box, str(box)):
+                parsed_or_refused(series.check_bytes, box, str(box))
+                parsed_or_refused(series.unfolded, box,
+                                  box.with_suffix(".unfolded"))
     finally:
         shutil.rmtree(path.parent)
 
