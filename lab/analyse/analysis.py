@@ -10,7 +10,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from ..base import metrics, predictions, stats, unresolved
-from . import results
+from . import results, stalls
 from ..base.cores import map_on_cores
 from ..base.log import LabError, warn
 from ..base.textfmt import fmt_us
@@ -25,6 +25,15 @@ def _read_run(run_dir: Path):
     except (TypeError, AttributeError) as e:
         # a field of the wrong type, edited by hand or from another tool
         return None, f"run.json has a field of the wrong type ({e})"
+
+
+def _first_stall(run: dict) -> dict:
+    """The first stall a failed run's console reports (lab/analyse/
+    stalls.py), or None."""
+    console = Path(run.get("run", "")) / "console.log"
+    if not run.get("run") or not console.is_file():
+        return None
+    return stalls.first_stall(console.read_text(errors="replace"))
 
 
 def load(root: Path, variants=None, scenarios=None) -> list:
@@ -144,8 +153,9 @@ def analyse(runs: list, traces: dict = None, predicted: dict = None,
                s: w for s in scenarios
                if (w := emulator_blamed(traces, s, variants, s in busy,
                                         null(s)))},
-           "failed": [{k: r[k] for k in ("variant", "scenario", "boot",
-                                         "reason")}
+           "failed": [{**{k: r[k] for k in ("variant", "scenario", "boot",
+                                            "reason")},
+                       "stall": _first_stall(r)}
                       for r in runs if r["status"] != "ok"]}
     for (scen, var), rs in sorted(by_cell.items()):
         free = sorted((r for r in rs if r["affinity"]["as_asked"]),

@@ -5,6 +5,7 @@ again, anywhere the results folder was copied, without booting anything.
 The analysis is lab/analyse/analysis.py, the text lab/report/text.py, the
 figures lab/report/plots.py; this module writes them into the folder.
 """
+import gzip
 import shutil
 import time
 from pathlib import Path
@@ -147,6 +148,7 @@ def write(root: Path, out: Path, descriptions: dict, command: str,
         for r in runs:
             name = f"{r['variant']}-{r['scenario']}-boot{r['boot']}.json.gz"
             store.write_json_gz(new / "data" / name, portable(r, root))
+        _keep_consoles(runs, a, new)
         _fill(runs, a, new, out, descriptions, portable(command, root), root)
     return out
 
@@ -162,6 +164,19 @@ def write_analysed(runs: list, a: dict, out: Path, descriptions: dict,
         (new / "data").mkdir()
         _fill(runs, a, new, out, descriptions, command, root)
     return out
+
+
+def _keep_consoles(runs: list, a: dict, new: Path) -> None:
+    """Every failed boot's whole console, gzip'd in data/ (the reason
+    keeps its first stall line and its last lines only), named in the
+    analysis beside the failure."""
+    for r, f in zip((r for r in runs if r["status"] != "ok"), a["failed"]):
+        console = Path(r.get("run", "")) / "console.log"
+        if r.get("run") and console.is_file():
+            f["console"] = f"data/{r['variant']}-{r['scenario']}-boot" \
+                f"{r['boot']}.console.log.gz"
+            (new / f["console"]).write_bytes(
+                gzip.compress(console.read_bytes(), mtime=0))
 
 
 def _keep_readme(out: Path, new: Path) -> None:

@@ -7,6 +7,7 @@ from collections import defaultdict
 
 from ..base import kconfig, metrics, paths, stats
 from . import sweeps as report_sweeps, traces as report_traces
+from ..analyse import stalls
 from ..analyse.analysis import NULL_LIMIT_US, _median, judged_tail, lead_of
 from ..base.textfmt import WIDTH, fmt_us, wrap as _wrap
 
@@ -544,6 +545,10 @@ def text_report(runs: list, a: dict, descriptions: dict) -> str:
             first = " ".join(why[:2]) if why[0].endswith(":") else why[0]
             out += _wrap(f"- {f['variant']} {f['scenario']} boot "
                          f"{f['boot']}: {first}", "  ")
+            if f.get("stall"):
+                out += _wrap(stalls.describe(f["stall"]), "    ")
+            if f.get("console"):
+                out += _wrap(f"its console: {f['console']}", "    ")
     too_long = [line for line in out if len(line) > WIDTH]
     assert not too_long, f"report line over {WIDTH} columns: {too_long[0]}"
     return "\n".join(out) + "\n"
