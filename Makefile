@@ -8,8 +8,10 @@ SCENARIOS ?=
 BOOTS ?=
 # JOBS=n guests at once; without it, the host's cores (below)
 JOBS ?=
-# whether NAME was given: `make variant` without it once made variants/lab
-NAME_GIVEN := $(if $(filter undefined,$(origin NAME)),,yes)
+# whether NAME was given on the command line: `make variant` without it
+# once made variants/lab (a NAME in the environment, as some systems set
+# to the host's name, is not one)
+NAME_GIVEN := $(if $(filter command line,$(origin NAME)),yes)
 NAME ?= lab
 FROM ?=
 VARIANT ?=
@@ -162,7 +164,7 @@ compare: deps
 PYTEST = LAB_TEST_VARIANTS="$$VARIANTS" $(PY) -m pytest -p no:cacheprovider -q
 
 # The host side's unit tests only: no kernel build, no guest, no LAVA.
-test: deps
+test:
 	@$(PYTEST) lab/tests -m "not guest"
 
 # The tests include an end-to-end run through a local LAVA.  The boot and

@@ -31,6 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..run import scenario
+
 SAMPLE = re.compile(r"^\s*(\d+):\s+(\d+):\s+(-?\d+)\s*$")
 INTERVAL = re.compile(r"^Thread (\d+) Interval: (\d+)")
 MARGIN_US = 50_000
@@ -60,13 +62,15 @@ def _option(tokens: list, short: str, long: str):
     in any of getopt's forms ("-d 500", "-d500", "--distance=500"), or
     True if it appears without one (a flag), or None."""
     for i, tok in enumerate(tokens):
-        if tok in (short, long):
-            nxt = tokens[i + 1] if i + 1 < len(tokens) else ""
+        nxt = tokens[i + 1] if i + 1 < len(tokens) else ""
+        if tok == long:
             return nxt if _number(nxt.lstrip("-")) else True
         if tok.startswith(long + "="):
             return tok.split("=", 1)[1]
-        if tok.startswith(short) and _number(tok[len(short):]):
-            return tok[len(short):]
+        for opt, attached in scenario.short_options(tok):   # "-rd0"
+            if opt == short:
+                value = attached or nxt
+                return value if _number(value.lstrip("-")) else True
     return None
 
 

@@ -209,6 +209,9 @@ def affinity(run_dir: Path, pin: str = "") -> dict:
             "as_asked": bool(rows) and (pinned if str(pin) else free)}
 
 
+NAME = re.compile(r"[a-z0-9][a-z0-9.+_-]*\Z")
+
+
 def _whole(x) -> bool:
     return type(x) is int and x >= 1
 
@@ -221,8 +224,12 @@ def _whole(x) -> bool:
 # TypeError far from the run ("boot": "two", "cpus": "2") or printed a
 # guest of "0 vCPUs".
 FIELDS = {
-    "variant": (lambda x: isinstance(x, str) and x != "", "a name"),
-    "scenario": (lambda x: isinstance(x, str) and x != "", "a name"),
+    # names as variants/ and common/scenarios/ allow them: a "/" or a
+    # NUL in one once stopped the report at a file name made from it
+    "variant": (lambda x: isinstance(x, str) and bool(NAME.match(x)),
+                "a variant's name"),
+    "scenario": (lambda x: isinstance(x, str) and bool(NAME.match(x)),
+                 "a scenario's name"),
     "boot": (_whole, "a whole number of at least 1"),
     "status": (lambda x: isinstance(x, str), "text"),
     "reason": (lambda x: isinstance(x, str), "text"),

@@ -10,6 +10,7 @@ stays clean, and each result is cached by the content of its sources
 and, for the module, of the kernel it is built for.
 """
 import hashlib
+import re
 import shutil
 import shlex
 import subprocess
@@ -141,10 +142,15 @@ COMMAND_STARTS = {";", "|", "||", "&&", "&", "(", "do", "then", "else",
 WRAPPERS = {"timeout": ({"-s", "--signal", "-k", "--kill-after"}, 1),
             "nice": ({"-n", "--adjustment"}, 0),
             "ionice": ({"-c", "--class", "-n", "--classdata"}, 0),
-            "chrt": (set(), 1), "taskset": (set(), 1),
-            "env": ({"-u", "--unset"}, 0), "nohup": (set(), 0),
-            "setsid": (set(), 0), "time": (set(), 0),
+            "chrt": ({"-T", "--sched-runtime", "-P", "--sched-period",
+                      "-D", "--sched-deadline"}, 1),
+            "taskset": (set(), 1),
+            "env": ({"-u", "--unset", "-C", "--chdir", "-S",
+                     "--split-string"}, 0),
+            "nohup": (set(), 0), "setsid": (set(), 0), "time": (set(), 0),
             "stdbuf": ({"-i", "-o", "-e"}, 0)}
+# a wrapper's option that makes it act on a running process, not run one
+ON_A_PROCESS = {"-p", "--pid", "--all-tasks", "-a"}
 SHELLS = {"sh", "ash", "bash", "dash"}
 
 
@@ -171,22 +177,27 @@ def programs_in(command: str) -> list:
                 continue
             out.append(word)
             name = word.rsplit("/", 1)[-1]
-            if name in SHELLS and "-c" in words[k:k + 2]:
-                k += words[k:k + 2].index("-c") + 1
+            flags = [w for w in words[k:k + 2] if re.fullmatch(r"-\w*c\w*", w)]
+            if name in SHELLS and flags:         # sh -c '...', sh -ec '...'
+                k += words[k:k + 2].index(flags[0]) + 1
                 if k < len(words):
                     out += programs_in(words[k])
                     k += 1
             elif name in WRAPPERS:
-                k, start = _past_wrapper(words, k, *WRAPPERS[name]), True
+                k, start = _past_wrapper(words, k, *WRAPPERS[name])
     return out
 
 
-def _past_wrapper(words: list, k: int, valued: set, arguments: int) -> int:
-    """Where the command a wrapper runs starts: past its options (and
-    their values) and its own arguments."""
+def _past_wrapper(words: list, k: int, valued: set,
+                  arguments: int) -> tuple:
+    """(where the command a wrapper runs starts, whether it runs one):
+    past its options (and their values) and its own arguments; none
+    where an option makes it act on a running process (chrt -p)."""
     while k < len(words) and words[k].startswith("-"):
+        if words[k] in ON_A_PROCESS:
+            return k + 1, False
         k += 2 if words[k] in valued else 1
-    return k + arguments
+    return k + arguments, True
 
 
 def applets() -> set:

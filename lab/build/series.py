@@ -181,8 +181,13 @@ def _b4_env(home: Path) -> dict:
     none; b4 am commits nothing under it."""
     env = dict(os.environ)
     env.setdefault("HOME", str(home))
-    has = subprocess.run(["git", "config", "user.email"], env=env,
-                         capture_output=True, text=True).stdout.strip()
+    try:                            # asked where b4 runs, as b4's git is
+        has = subprocess.run(["git", "config", "user.email"], env=env,
+                             cwd=home, capture_output=True,
+                             text=True).stdout.strip()
+    except FileNotFoundError:
+        raise LabError("git not found: install it with `make deps` "
+                       "(Debian package git)") from None
     if not has and "GIT_CONFIG_COUNT" not in env:
         env.update({"GIT_CONFIG_COUNT": "2",
                     "GIT_CONFIG_KEY_0": "user.name",

@@ -130,6 +130,11 @@ def portable(data, root: Path):
     return data
 
 
+# what the writer makes in a report's folder, besides its figures (*.png)
+# and its replicate-*.md tables
+WRITTEN = {"data", "report.txt", "report.md"}
+
+
 def write(root: Path, out: Path, descriptions: dict, command: str,
           variants=None, scenarios=None, busy=(), lead=None,
           tail=None) -> Path:
@@ -141,7 +146,7 @@ def write(root: Path, out: Path, descriptions: dict, command: str,
     a = analysis.analyse(runs, traces, busy=set(busy), lead=lead, tail=tail)
     a["traces"] = traces
     with store.whole_folder(out) as new:
-        _keep_readme(out, new)
+        _keep_authored(out, new)
         (new / "data").mkdir()
         # one summary per run, gzip'd: 360 runs of plain JSON are 6 MB, a
         # published report stays under 5 MB
@@ -160,7 +165,7 @@ def write_analysed(runs: list, a: dict, out: Path, descriptions: dict,
     report.md and the figures, in place of `out` whole."""
     replaceable(out)
     with store.whole_folder(out) as new:
-        _keep_readme(out, new)
+        _keep_authored(out, new)
         (new / "data").mkdir()
         _fill(runs, a, new, out, descriptions, command, root)
     return out
@@ -179,12 +184,21 @@ def _keep_consoles(runs: list, a: dict, new: Path) -> None:
                 gzip.compress(console.read_bytes(), mtime=0))
 
 
-def _keep_readme(out: Path, new: Path) -> None:
-    """A published report's README.md is its author's account of it (how
-    it was made, what it shows), not the writer's output: a report
-    written again keeps it."""
-    if (out / "README.md").is_file():
-        shutil.copy2(out / "README.md", new / "README.md")
+def _keep_authored(out: Path, new: Path) -> None:
+    """What a report's folder holds beside the writer's output (its
+    README, the author's account of it; boots set aside with their
+    consoles; a reply, an attribution, a log) stays when the report is
+    written again: only the writer's own files are replaced."""
+    if not out.is_dir():
+        return
+    for entry in out.iterdir():
+        if entry.name in WRITTEN or entry.suffix == ".png" or \
+                entry.name.startswith("replicate-"):
+            continue
+        if entry.is_dir():
+            shutil.copytree(entry, new / entry.name, symlinks=True)
+        else:
+            shutil.copy2(entry, new / entry.name)
 
 
 def replaceable(out: Path) -> None:

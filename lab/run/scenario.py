@@ -242,13 +242,22 @@ def _options(word: str) -> list:
     ("99", "-5") none."""
     if word.startswith("--"):
         return [word.split("=", 1)[0]]
-    if not word.startswith("-") or word[1:].isdigit() or word == "-":
+    return [opt for opt, _ in short_options(word)]
+
+
+def short_options(word: str) -> list:
+    """[(option, the value attached to it)] of one word of short options,
+    as getopt reads it: "-rh100" is [("-r", ""), ("-h", "100")], "-Ma"
+    [("-M", ""), ("-a", "")]; a value ("99", "-5") or a long option
+    gives none."""
+    if word.startswith("--") or not word.startswith("-") or \
+            word[1:].isdigit() or word == "-":
         return []
     out = []
     for k, letter in enumerate(word[1:], 1):
-        out.append(f"-{letter}")
         if letter in SHORT_WITH_VALUE:
-            break                   # the rest of the word is its value
+            return out + [(f"-{letter}", word[k + 1:])]
+        out.append((f"-{letter}", ""))
     return out
 
 

@@ -173,6 +173,7 @@ def test_a_calibration_folder_is_written_whole(tmp_path, monkeypatch,
     from lab.report import publish
     out = tmp_path / "2026-01-01-cal"
     (out / "data").mkdir(parents=True)
+    (out / "data" / "calibration.json").write_text("{}")    # an earlier one
     (out / "stale.md").write_text("an earlier write\n")
     monkeypatch.setattr(publish, "default_folder", lambda name: out)
     assert main(["calibrate", "2026-12-07-known-effect-10boots",
@@ -180,3 +181,11 @@ def test_a_calibration_folder_is_written_whole(tmp_path, monkeypatch,
     assert sorted(p.name for p in out.rglob("*")) == [
         "README.md", "calibration.json", "data"]
     assert "Calibration" in capsys.readouterr().out
+    # a report of another kind in its place is not replaced
+    other = tmp_path / "2026-01-01-report"
+    (other / "data").mkdir(parents=True)
+    (other / "data" / "analysis.json").write_text("{}")
+    monkeypatch.setattr(publish, "default_folder", lambda name: other)
+    assert main(["calibrate", "2026-12-07-known-effect-10boots",
+                 "--trials", "2", "--name", "cal"]) == 2
+    assert (other / "data" / "analysis.json").read_text() == "{}"

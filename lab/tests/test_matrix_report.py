@@ -539,12 +539,17 @@ def test_a_report_folder_is_replaced_whole(tmp_path, monkeypatch):
         fake_run(root, "baseline", scen, 1, 50, 300)
     publish.write(root, out, {}, "first", ["baseline"], ["idle", "fs-noise"])
     assert (out / "survival-fs-noise.png").is_file()
-    (out / "README.md").write_text("how it was made\n")    # its author's
+    # its author's: a README, boots set aside, a reply
+    (out / "README.md").write_text("how it was made\n")
+    (out / "set-aside" / "x-boot1").mkdir(parents=True)
+    (out / "set-aside" / "x-boot1" / "console.log").write_text("oops\n")
+    (out / "reply.eml").write_text("Subject: Re\n")
     publish.write(root, out, {}, "second", ["baseline"], ["idle"])
     assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == [
         "README.md", "data", "data/analysis.json",
-        "data/baseline-idle-boot1.json.gz", "report.md", "report.txt",
-        "survival-idle.png"]
+        "data/baseline-idle-boot1.json.gz", "reply.eml", "report.md",
+        "report.txt", "set-aside", "set-aside/x-boot1",
+        "set-aside/x-boot1/console.log", "survival-idle.png"]
     assert (out / "README.md").read_text() == "how it was made\n"
     assert "second" in (out / "report.md").read_text()
     assert json.loads((out / "data" / "analysis.json").read_text())[

@@ -7,7 +7,11 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+import pytest
+
+pytest.importorskip("hypothesis", reason="python3-hypothesis (make deps "
+                    "installs it)")
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
 
 from lab.base import predictions, unresolved, variants
 from lab.base.log import LabError
@@ -16,7 +20,7 @@ from lab.report import publish
 from lab.run import scenario
 from lab.tests.test_matrix_report import fake_run
 
-FAST = settings(max_examples=150, deadline=None,
+FAST = settings(max_examples=150, deadline=None, database=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow])
 
 # lines that look like the files' own, so that the parsers get past their
@@ -132,7 +136,7 @@ RUN_FIELDS = ["variant", "status", "boot", "cpus", "variant_conf", "reason",
               "scenario", "plan_env", "kernel", "qemu"]
 
 
-@settings(max_examples=40, deadline=None,
+@settings(max_examples=40, deadline=None, database=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(st.dictionaries(st.sampled_from(RUN_FIELDS), JSON, min_size=1,
                        max_size=3))

@@ -307,6 +307,10 @@ def test_a_background_program_the_guest_lacks_is_refused_before_a_build(
         ["timeout", "no-such-program"]
     assert guestbuild.programs_in("nice -n 5 chrt -f 50 dd if=/dev/zero") \
         == ["nice", "chrt", "dd"]
+    assert guestbuild.programs_in("sh -ec 'x; y'") == ["sh", "x", "y"]
+    # acting on a running process, a wrapper runs nothing
+    assert guestbuild.programs_in("chrt -f -p 50 1234; taskset -p 2 99") \
+        == ["chrt", "taskset"]
     ok = scenario.parse(write(tmp_path, "description = x\nduration = 5\n"
                               "background = stress-ng --cpu 1\n"))
     guestbuild.check_background([ok])
