@@ -165,7 +165,7 @@ PYTEST = LAB_TEST_VARIANTS="$$VARIANTS" $(PY) -m pytest -p no:cacheprovider -q
 
 # The host side's unit tests only: no kernel build, no guest, no LAVA.
 test:
-	@$(PYTEST) lab/tests -m "not guest"
+	@$(PYTEST) -n "$$JOBS" lab/tests -m "not guest"
 
 # The tests include an end-to-end run through a local LAVA.  The boot and
 # mechanism tests run in the default matrix's 6.1 variants, so that a

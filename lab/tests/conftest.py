@@ -30,11 +30,28 @@ def mechanism_variants() -> list:
     return [v.name for v in guest_variants()]
 
 
+@pytest.fixture(autouse=True)
+def _no_report_figures(request, monkeypatch):
+    """A report's survival, tails and histogram figures cost matplotlib
+    seconds a report and most tests read only its text and data: they
+    are drawn in the tests marked `figures`, which check them, and in
+    every guest test."""
+    if request.node.get_closest_marker("figures") or \
+            request.node.get_closest_marker("guest"):
+        return
+    from lab.report import publish
+    monkeypatch.setattr(publish.report_plots, "plots",
+                        lambda runs, a, out: [])
+
+
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "guest: builds kernels, applies series in the shared "
         "trees or boots guests (slow); runs after the unit tests, `make "
         "test` leaves it out")
+    config.addinivalue_line(
+        "markers", "figures: draws a report's figures (most unit tests "
+        "leave them out: conftest.py)")
     # known without pytest-xdist too (`make test` does not need it)
     config.addinivalue_line(
         "markers", "xdist_group(name): run on one pytest-xdist worker")

@@ -143,6 +143,7 @@ def test_run_resumes_and_redoes_only_unfinished_cells(tmp_path,
                    ("mine", "idle", 2)]
 
 
+@pytest.mark.figures
 def test_report_from_run_folders(tmp_path):
     """7 boots a cell: with 5, no lone finding among the report's 8
     printed comparisons could pass Benjamini-Hochberg (q = 8 x 2/252)."""
@@ -469,6 +470,7 @@ def _median_p99(a, var):
     return analysis._median(a["cells"][f"long/{var}"]["per_boot"]["p99"])
 
 
+@pytest.mark.figures
 def test_report_when_every_boot_of_a_cell_is_left_out(tmp_path):
     """LAVA's test run: one boot, its thread not set free; the report is
     still written, the cell says why it has no value."""
