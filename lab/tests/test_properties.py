@@ -20,9 +20,11 @@ from lab.report import publish
 from lab.run import scenario
 from lab.tests.test_matrix_report import fake_run
 
-FAST = settings(max_examples=150, deadline=None, database=None, derandomize=True,
-                suppress_health_check=[HealthCheck.too_slow,
-                                       HealthCheck.function_scoped_fixture])
+# the same draws in every run (CI stays deterministic), no example
+# database in the tree
+QUIET = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+FAST = settings(max_examples=150, deadline=None, database=None,
+                derandomize=True, suppress_health_check=QUIET)
 
 # lines that look like the files' own, so that the parsers get past their
 # first check, mixed with any text at all
@@ -138,8 +140,7 @@ RUN_FIELDS = ["variant", "status", "boot", "cpus", "variant_conf", "reason",
 
 
 @settings(max_examples=40, deadline=None, database=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow,
-                                       HealthCheck.function_scoped_fixture])
+          suppress_health_check=QUIET)
 @given(st.dictionaries(st.sampled_from(RUN_FIELDS), JSON, min_size=1,
                        max_size=3))
 def test_a_stored_run_record_is_read_or_left_out(changed):
