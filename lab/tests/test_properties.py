@@ -2,6 +2,7 @@
 result is a parsed value or the lab's one-line error (LabError), never
 another exception.  Hypothesis draws the inputs; each test keeps to a
 few hundred examples so that `make test` stays quick."""
+import contextlib
 import json
 import shutil
 import tempfile
@@ -46,21 +47,28 @@ def parsed_or_refused(parse, *args):
         return None
 
 
-def written(text, name: str) -> Path:
+@contextlib.contextmanager
+def scratch():
+    """A folder of one example's own (pytest's tmp_path is one for all
+    of a test's examples)."""
     folder = Path(tempfile.mkdtemp())
-    path = folder / name
-    path.write_text(text, errors="surrogateescape")
-    return path
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder)
+
+
+def written(folder: Path, name: str, text: str) -> Path:
+    (folder / name).write_text(text, errors="surrogateescape")
+    return folder / name
 
 
 @FAST
 @given(TEXT)
 def test_a_scenario_file_is_parsed_or_refused(text):
-    path = written(text, "fuzz.scenario")
-    try:
-        parsed_or_refused(scenario.parse, path)
-    finally:
-        shutil.rmtree(path.parent)
+    with scratch() as folder:
+        parsed_or_refused(scenario.parse,
+                          written(folder, "fuzz.scenario", text))
 
 
 @FAST
@@ -72,26 +80,22 @@ def test_a_cyclictest_line_is_taken_or_refused(line):
 @FAST
 @given(TEXT)
 def test_a_variant_conf_is_parsed_or_refused(text):
-    folder = written(text, "variant.conf").parent
-    try:
+    with scratch() as folder:
+        written(folder, "variant.conf", text)
         parsed_or_refused(variants.parse_conf, folder)
-        (folder / "series").write_text(text)
-        parsed_or_refused(variants.parse_series, folder / "series")
-        (folder / "expect").write_text(text)
-        parsed_or_refused(variants.parse_expect, folder / "expect")
-    finally:
-        shutil.rmtree(folder)
+        parsed_or_refused(variants.parse_series,
+                          written(folder, "series", text))
+        parsed_or_refused(variants.parse_expect,
+                          written(folder, "expect", text))
 
 
 @FAST
 @given(TEXT)
 def test_the_unresolved_and_predictions_files_are_parsed_or_refused(text):
-    path = written(text, "declared.txt")
-    try:
+    with scratch() as folder:
+        path = written(folder, "declared.txt", text)
         parsed_or_refused(unresolved.load, path)
         parsed_or_refused(predictions.load, path)
-    finally:
-        shutil.rmtree(path.parent)
 
 
 MAIL = st.builds(
@@ -110,24 +114,21 @@ def test_an_mbox_or_a_folder_of_patches_is_checked_or_refused(mails):
     """As `variant add` reads them, up to b4 (which the series tests
     run): an mbox, or a folder of *.patch files made into one, checked,
     its bytes checked, unfolded for b4."""
-    path = written("", "series.mbox")
-    try:
+    with scratch() as here:
+        path = here / "series.mbox"
         path.write_bytes(b"".join(mails))
-        folder = path.parent / "folder"
+        folder = here / "folder"
         folder.mkdir()
         for k, mail in enumerate(mails):
             (folder / f"{k:04d}.patch").write_bytes(mail.split(b"\n", 1)[1])
         boxes = [path]
-        made = parsed_or_refused(series.as_mbox, folder,
-                                 path.parent / "folder.mbox")
+        made = parsed_or_refused(series.as_mbox, folder, here / "f.mbox")
         boxes += [made] if made else []
         for box in boxes:
             if parsed_or_refused(series.check_mbox, box, str(box)):
                 parsed_or_refused(series.check_bytes, box, str(box))
                 parsed_or_refused(series.unfolded, box,
                                   box.with_suffix(".unfolded"))
-    finally:
-        shutil.rmtree(path.parent)
 
 
 JSON = st.recursive(st.none() | st.booleans() | st.integers() |
@@ -147,8 +148,7 @@ def test_a_stored_run_record_is_read_or_left_out(changed):
     """A run.json with any of its fields changed to any JSON value: the
     run is analysed with the others, or left out with a line; never a
     traceback of the whole compare."""
-    root = Path(tempfile.mkdtemp())
-    try:
+    with scratch() as root:
         for boot in (1, 2):
             fake_run(root, "baseline", "idle", boot, 40, 60, seed=boot)
         bad = root / "baseline" / "idle" / "boot-2" / "run.json"
@@ -157,6 +157,4 @@ def test_a_stored_run_record_is_read_or_left_out(changed):
         bad.write_text(json.dumps(record))
         # the whole report (its figures aside: conftest.py)
         parsed_or_refused(publish.write, root, root / "report", {}, "fuzz")
-    finally:
-        shutil.rmtree(root)
 
