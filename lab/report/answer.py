@@ -109,7 +109,9 @@ def no_finding(vs: dict, unit: str = "us") -> str:
     past the margin."""
     base = abs(vs["median"][1])
     if vs.get("same"):
-        if base and vs["margin"] <= stats.EQUIVALENCE_RATIO * base * 1.001:
+        # where the ratio set the margin it is this product exactly
+        # (stats.judged; JSON keeps a float as it was)
+        if base and vs["margin"] == stats.EQUIVALENCE_RATIO * base:
             return f"same (within {100 * stats.EQUIVALENCE_RATIO:.0f}%)"
         return f"same (within {_amount(vs['margin'], unit)})"
     lo, hi = vs["shift_interval"]
