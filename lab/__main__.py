@@ -259,11 +259,7 @@ def cmd_calibrate(args) -> int:
     text = calibrate.text(result, command)
     if args.name:
         out = publish.default_folder(args.name)
-        if out.is_dir() and any(out.iterdir()) and \
-                not (out / "data" / "calibration.json").is_file():
-            raise LabError(f"{out}: a folder that is not a calibration, "
-                           f"which this one would replace: choose another "
-                           f"--name")
+        publish.replaceable(out, "calibration", "data/calibration.json")
         with store.whole_folder(out) as new:    # never a mix of two
             (new / "data").mkdir()
             store.write_json(new / "data" / "calibration.json", result)

@@ -201,16 +201,17 @@ def _keep_authored(out: Path, new: Path) -> None:
             shutil.copy2(entry, new / entry.name)
 
 
-def replaceable(out: Path) -> None:
+def replaceable(out: Path, kind: str = "report",
+                made: str = "data/analysis.json") -> None:
     """A report takes the place of its folder whole (store.whole_folder):
-    refuse a folder that is not a report, which would go with it (an
-    --out that names a folder of other things)."""
+    refuse a folder that is not one of its kind (`made`, a file only that
+    kind writes), which would go with it (an --out that names a folder of
+    other things, a calibration's name on a day's report)."""
     if out.exists() and not (out.is_dir() and (
-            not any(out.iterdir()) or
-            (out / "data" / "analysis.json").is_file())):
-        raise LabError(f"{out}: not a report folder (no data/analysis.json)"
-                       f", and a report replaces the folder it is written "
-                       f"to: name a new folder, or an earlier report's")
+            not any(out.iterdir()) or (out / made).is_file())):
+        raise LabError(f"{out}: not a {kind} folder (no {made}), and a "
+                       f"{kind} replaces the folder it is written to: name "
+                       f"a new folder, or an earlier {kind}'s")
 
 
 def _fill(runs: list, a: dict, new: Path, out: Path, descriptions: dict,
