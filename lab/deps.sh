@@ -11,7 +11,7 @@ dpkg-dev patch meson ninja-build libglib2.0-dev libpixman-1-dev libfdt-dev
 libcap-ng-dev libattr1-dev libslirp-dev
 linux-source-6.12 libtracefs-dev libtraceevent-dev pkg-config
 bison cpio xz-utils git perl ccache qemu-system-x86 busybox-static rt-tests
-stress-ng iperf3 trace-cmd b4 python3 python3-numpy python3-scipy python3-matplotlib
+stress-ng iperf3 trace-cmd sysstat b4 python3 python3-numpy python3-scipy python3-matplotlib
 python3-pytest python3-pytest-xdist python3-hypothesis $*"
 
 missing=""

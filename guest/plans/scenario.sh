@@ -9,11 +9,13 @@
 # pinned there instead of set free), PHASE_US and BG_PHASE_US (waits that
 # give each boot its own phase between the periodic loads,
 # lab/run/scenario.py), SETUP (the variant's setup.sh, run first:
-# guest/bin/lab-setup).
+# guest/bin/lab-setup), SOFTIRQ_RATES (seconds between samples of each
+# CPU's softirq rates through the measurement).
 # Writes into $LAB: cyclictest.json (with histograms), cyclictest.out
 # (every sample, -v), cyclictest-start.txt, affinity.txt,
 # softirqs-before/after, ksoftirqd-before/after, net-before/after (the
-# network's and the scratch disk's counters),
+# network's and the scratch disk's counters), softirq-rates (with
+# SOFTIRQ_RATES),
 # bg-N.log, module-stats, setup.log (with SETUP),
 # probe.jsonl, measurements; with TRACE also the same cyclictest files
 # named cyclictest-traced.*, trace.dat and trace-stats.
@@ -41,6 +43,10 @@ EVENTS="-e irq:softirq_raise -e irq:softirq_entry -e irq:softirq_exit
 -e irq_vectors:call_function_single_entry
 -e irq_vectors:call_function_single_exit -e timer:hrtimer_start
 -e timer:hrtimer_expire_entry"
+# the packets each NAPI poll took: why each NET_RX run ended
+# (lab/analyse/trace.py net_rx_ends), where the kernel has the event
+[ ! -d /sys/kernel/tracing/events/napi/napi_poll ] ||
+	EVENTS="$EVENTS -e napi:napi_poll"
 
 # The end of a phase, in guest seconds since boot: run.json's phases_s.
 mark() {
@@ -193,8 +199,22 @@ SL=/sys/kernel/debug/softirq_load
 cat /proc/softirqs > /tmp/softirqs-before
 ksoftirqd_ns > /tmp/ksoftirqd-before
 net_counters > /tmp/net-before
+# Each CPU's softirqs per second, every vector, through the measurement:
+# which vector stopped running where, when a flood stalls a kernel.
+# mpstat writes to tmpfs and flushes when SIGINT ends it (it sets its own
+# handler when run without a count); its first line is the uptime at start.
+if [ -n "${SOFTIRQ_RATES:-}" ]; then
+	read -r up _ < /proc/uptime
+	echo "uptime $up" > /tmp/softirq-rates
+	LC_ALL=C mpstat -I SCPU "$SOFTIRQ_RATES" >> /tmp/softirq-rates 2>&1 &
+	rates=$!
+fi
 run_cyclictest "$MEASURE" /tmp/cyclictest.json /tmp/cyclictest-start.txt \
 	> /tmp/affinity.txt
+if [ -n "${SOFTIRQ_RATES:-}" ]; then
+	kill -INT $rates 2> /dev/null || true
+	wait $rates || true
+fi
 net_counters > /tmp/net-after
 ksoftirqd_ns > /tmp/ksoftirqd-after
 cat /proc/softirqs > /tmp/softirqs-after
@@ -203,6 +223,7 @@ cp /tmp/cyclictest.json /tmp/cyclictest.out /tmp/cyclictest-start.txt \
 	/tmp/affinity.txt /tmp/net-before /tmp/net-after \
 	/tmp/softirqs-before /tmp/softirqs-after /tmp/ksoftirqd-before \
 	/tmp/ksoftirqd-after "$LAB/"
+[ -z "${SOFTIRQ_RATES:-}" ] || cp /tmp/softirq-rates "$LAB/"
 latency_measurements cyclictest /tmp/cyclictest.json > /tmp/measurements
 mark measure
 

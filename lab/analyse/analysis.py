@@ -10,7 +10,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from ..base import metrics, predictions, stats, unresolved
-from . import results, stalls
+from . import results, softirqrates, stalls
 from ..base.cores import map_on_cores
 from ..base.log import LabError, warn
 from ..base.textfmt import fmt_us
@@ -34,6 +34,14 @@ def _first_stall(run: dict) -> dict:
     if not run.get("run") or not console.is_file():
         return None
     return stalls.first_stall(console.read_text(errors="replace"))
+
+
+def _starved(run: dict) -> dict:
+    """Where RCU went without a softirq behind NET_RX in a failed run
+    that sampled its softirq rates (lab/analyse/softirqrates.py), or
+    None."""
+    rates = run.get("softirq_rates")
+    return softirqrates.starved(rates) if rates else None
 
 
 def load(root: Path, variants=None, scenarios=None) -> list:
@@ -155,7 +163,8 @@ def analyse(runs: list, traces: dict = None, predicted: dict = None,
                                         null(s)))},
            "failed": [{**{k: r[k] for k in ("variant", "scenario", "boot",
                                             "reason")},
-                       "stall": _first_stall(r)}
+                       "stall": _first_stall(r),
+                       "starved": _starved(r)}
                       for r in runs if r["status"] != "ok"]}
     for (scen, var), rs in sorted(by_cell.items()):
         free = sorted((r for r in rs if r["affinity"]["as_asked"]),

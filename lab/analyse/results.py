@@ -7,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-from . import cyclictest, timerlat, trace
+from . import cyclictest, softirqrates, timerlat, trace
 from ..base import metrics, stats, store
 from ..run import runfolder, settings
 from ..base.log import LabError
@@ -171,6 +171,15 @@ def counter_metrics(run_dir: Path) -> dict:
             for name, v in values.items()}
 
 
+def rate_metrics(rates: dict) -> dict:
+    """The metrics of the run's softirq rates (scenarios that sample
+    them): how long RCU went without a softirq where NET_RX ran."""
+    if not rates:
+        return {}
+    return {"rcu_starved_s": {"value": softirqrates.starved(rates)["seconds"],
+                              "unit": metrics.get("rcu_starved_s").unit}}
+
+
 BANNER = re.compile(r"Linux version \S+ .* #\d+ (?:SMP )?(PREEMPT\w*)?")
 
 
@@ -285,6 +294,10 @@ def summarize(run_dir: Path) -> dict:
            "sweep_of": record.get("scenario", {}).get("sweep_of", ""),
            "looks": record.get("looks", [])}
     check_fields(out, "run.json")
+    # failed runs too: a stalled kernel's rates show what stopped running
+    rates = softirqrates.read(run_dir)
+    if rates:
+        out["softirq_rates"] = rates
     if record["status"] != "ok":
         return out
     ct = json.loads((run_dir / "cyclictest.json").read_text())
@@ -308,7 +321,8 @@ def summarize(run_dir: Path) -> dict:
         ksoftirqd_cpu_percent=100 * ksoftirqd_seconds(
             run_dir / "ksoftirqd-before", run_dir / "ksoftirqd-after")
         / seconds,
-        metrics=module_metrics(run_dir, seconds) | counter_metrics(run_dir),
+        metrics=module_metrics(run_dir, seconds) | counter_metrics(run_dir)
+        | rate_metrics(rates),
         nic_offered=nic_offered(run_dir, record),
         probe=probe(run_dir))
     if (run_dir / TRACED).is_file():

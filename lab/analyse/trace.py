@@ -54,6 +54,12 @@ STALLED = "vCPU stalled in an interrupt"
 EMULATOR = (STALLED,)
 WAKEUP = re.compile(r"(?P<comm>.+?):(?P<pid>\d+) \[-?\d+\]"
                     r"(?: success=\d+)? CPU:(?P<target_cpu>\d+)")
+# napi:napi_poll, "napi poll on napi struct 0x... for device eth0 work 5
+# budget 64": the packets one NAPI poll took
+NAPI = re.compile(r"work (?P<work>\d+) budget (?P<budget>\d+)")
+# net_rx_action()'s packet budget per run (the netdev_budget sysctl's
+# default, which the guest keeps)
+NETDEV_BUDGET = 300
 
 
 def is_idle(comm: str) -> bool:
@@ -85,6 +91,9 @@ def _args(name: str, rest: str) -> dict:
         if "==>" in rest:
             out["prev_state"] = rest.split("==>")[0].split()[-1]
         return out
+    if name == "napi_poll":
+        m = NAPI.search(rest)
+        return {k: int(v) for k, v in m.groupdict().items()} if m else {}
     out = dict(KEYVAL.findall(rest))
     if name.startswith("softirq_"):
         m = re.search(r"action=(\w+)", rest)
@@ -427,8 +436,54 @@ def softirq_accounting(events: list, cpus: dict) -> dict:
             "ksoftirqd_wakeups": wakeups,
             "stopped_early": stopped,
             "handed_over": dict(sorted(handed.items())),
+            "net_rx_ends": net_rx_ends(events),
             "handler_us": {v: handler_lengths(x)
                            for v, x in sorted(lengths.items())}}
+
+
+def net_rx_ends(events: list) -> dict:
+    """Why each NET_RX run ended: {"runs", "drained", "packet_budget",
+    "wakeup", "time"}.
+
+    A run that raised NET_RX again itself (a raise on its CPU outside a
+    hard interrupt, between its entry and exit) stopped with packets
+    left: on its packet budget if its NAPI polls took NETDEV_BUDGET
+    packets or more; else because a task woke on its CPU meanwhile
+    ("wakeup": need_resched, which 6.1 and 6.12 mainline do not ask but
+    zijlstra's patch 7 does, so on those kernels it may still be the
+    time limit), or else on its time limit.  Any other run drained its
+    queues.
+    """
+    ends = Counter()
+    hard = Counter()
+    running = {}        # cpu -> [packets, raised again, a wake-up]
+    for e in events:
+        edge = hard_edge(e.name)
+        if edge == "entry":
+            hard[e.cpu] += 1
+        elif edge == "exit":
+            hard[e.cpu] = max(0, hard[e.cpu] - 1)
+        elif e.name == "softirq_entry" and e.args.get("vec") == "NET_RX":
+            running[e.cpu] = [0, False, False]
+        elif e.cpu in running:
+            r = running[e.cpu]
+            if e.name == "napi_poll":
+                r[0] += e.args.get("work", 0)
+            elif e.name == "softirq_raise" and not hard[e.cpu] and \
+                    e.args.get("vec") == "NET_RX":
+                r[1] = True
+            elif e.name in ("sched_waking", "sched_wakeup") and \
+                    _pid(e.args, "target_cpu") == e.cpu:
+                r[2] = True
+            elif e.name == "softirq_exit" and \
+                    e.args.get("vec") == "NET_RX":
+                packets, again, woke = running.pop(e.cpu)
+                ends["runs"] += 1
+                ends["drained" if not again else
+                     "packet_budget" if packets >= NETDEV_BUDGET else
+                     "wakeup" if woke else "time"] += 1
+    return {k: ends[k] for k in ("runs", "drained", "packet_budget",
+                                 "wakeup", "time")}
 
 
 def handler_lengths(us: list) -> dict:

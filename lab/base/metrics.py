@@ -61,10 +61,11 @@ class Metric:
 # The smallest effect worth a verdict, per unit.  Latencies: 5 us, under
 # the lab's idle p99 spread between boots (34-61 us) and above the 1 us
 # resolution; shares of samples: 0.1 percentage point; rates: about the
-# rounding of the counters over a 10 s measurement.
+# rounding of the counters over a 10 s measurement; stretches timed by
+# per-second samples: two samples.
 FLOORS = {"us": 5.0, "share": 0.001, "%": 0.5, "MB/s": 0.5,
           "Mbit/s": 5.0, "kpps": 0.5, "exits": 1.0, "runs/s": 0.5,
-          "boots": 0.1}
+          "boots": 0.1, "s": 2.0}
 
 
 def nearest_rank(sorted_values: np.ndarray, q: float) -> float:
@@ -181,6 +182,13 @@ COST = [
            floor=0.7, min_level=1.9),
     Metric("ksoftirqd_cpu_percent", "%", "lower", "ksoftirqd",
            "CPU time of all ksoftirqd threads over the measurement"),
+    # each CPU's softirq rates (scenarios with softirq_rates,
+    # lab/analyse/softirqrates.py): RCU starved behind a NET_RX flood is
+    # what stalls a kernel whose early break always restarts at the
+    # lowest vector (variants/zijlstra-fix/README.md)
+    Metric("rcu_starved_s", "s", "lower", "mpstat",
+           "the longest stretch without an RCU softirq on a CPU where "
+           "NET_RX ran (per-second samples)"),
 ]
 
 BY_NAME = {m.name: m for m in LATENCY + COST}

@@ -1,7 +1,7 @@
 """The guest's initramfs: Debian's binaries, their libraries, our init.
 
 Programs come from the host's Debian packages (busybox-static, rt-tests,
-stress-ng, iperf3, trace-cmd, chrt) with the shared libraries ldd names for
+stress-ng, iperf3, trace-cmd, chrt, mpstat) with the shared libraries ldd names for
 them, so the guest runs exactly the versions a kernel developer on
 Debian 12 runs.  The archive is made with cpio (newc) and cached by
 the content of everything in it.
@@ -23,6 +23,7 @@ PROGRAMS = [
     ("/usr/bin/iperf3", "iperf3"),
     ("/usr/bin/trace-cmd", "trace-cmd"),
     ("/usr/bin/chrt", "util-linux"),
+    ("/usr/bin/mpstat", "sysstat"),
 ]
 # Libraries glibc opens at run time, which ldd cannot name: libgcc_s
 # unwinds a thread in pthread_exit() (rtla's threads end that way on 6.12

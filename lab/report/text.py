@@ -7,7 +7,7 @@ from collections import defaultdict
 
 from ..base import kconfig, metrics, paths, stats
 from . import sweeps as report_sweeps, traces as report_traces
-from ..analyse import stalls
+from ..analyse import softirqrates, stalls
 from ..analyse.analysis import NULL_LIMIT_US, _median, judged_tail, lead_of
 from ..base.textfmt import WIDTH, fmt_us, wrap as _wrap
 
@@ -547,6 +547,8 @@ def text_report(runs: list, a: dict, descriptions: dict) -> str:
                          f"{f['boot']}: {first}", "  ")
             if f.get("stall"):
                 out += _wrap(stalls.describe(f["stall"]), "    ")
+            if f.get("starved"):
+                out += _wrap(softirqrates.describe(f["starved"]), "    ")
             if f.get("console"):
                 # the file's name alone can pass the line's width
                 out += _wrap("its whole console: data/, the boot's "

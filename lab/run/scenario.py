@@ -19,6 +19,11 @@
                                            the measurement's if not set)
     timerlat    = 1000                    (rtla timerlat phase, stopped and
                                            auto-analysed at this many us)
+    softirq_rates = 1                     (each CPU's softirqs per second
+                                           of every vector, sampled every
+                                           this many seconds through the
+                                           measurement: mpstat -I SCPU;
+                                           every boot, failed ones too)
     nic         = 20000                   (a virtio NIC the host sends UDP
                                            frames into, packets per second
                                            of host time, or flood:
@@ -70,7 +75,7 @@ SUFFIX = ".scenario"
 KEYS = {"description", "duration", "cyclictest", "module", "background",
         "disk", "probe", "probe_module", "append", "trace", "pin",
         "both_busy", "timerlat", "nic", "default", "trace_duration",
-        "cpus", "memory", "lead", "boots", "tail"}
+        "cpus", "memory", "lead", "boots", "tail", "softirq_rates"}
 REPEATABLE = {"background"}
 # cyclictest options the lab sets itself: duration, output, and never -h
 # (a histogram gives every thread the same interval, ignoring -d) nor
@@ -103,7 +108,8 @@ LAB_OWNED_CMDLINE = {"console", "panic"}
 NUMBERS = {"duration": (1, 3600), "disk": (16, 65536), "trace": (50, 100000),
            "pin": (0, MAX_CPUS - 1), "timerlat": (50, 100000),
            "trace_duration": (1, 3600), "cpus": (1, MAX_CPUS),
-           "memory": (256, 8192), "boots": (1, 100)}
+           "memory": (256, 8192), "boots": (1, 100),
+           "softirq_rates": (1, 60)}
 MODULE_PARAMS = {"vector", "spin_us", "storm_spin_us", "period_us", "cpu",
                  "burst", "napis", "irq"}
 
@@ -128,6 +134,10 @@ class Scenario:
     # a phase of rtla timerlat with auto-analysis at this threshold (us),
     # in traced boots only
     timerlat: int = 0
+    # seconds between samples of each CPU's softirq rates (mpstat), 0: none.
+    # Every boot, not only explained ones: a stall can come in any, and the
+    # counts are what shows which vector stopped running where.
+    softirq_rates: int = 0
     # cyclictest's threads pinned to this CPU (controls, and the case
     # placement cannot help); None: free to move, the lab's default.
     pin: int = None
@@ -197,6 +207,9 @@ class Scenario:
                "PIN": "" if self.pin is None else self.pin}
         for i, cmd in enumerate(self.background):
             env[f"BACKGROUND_{i}"] = cmd
+        # only where asked: the plans of the runs already made stay theirs
+        if self.softirq_rates:
+            env["SOFTIRQ_RATES"] = self.softirq_rates
         if seed is not None:
             rng = random.Random(seed)
             period = int(dict(w.split("=", 1) for w in self.module.split())
