@@ -18,6 +18,12 @@ optionally `variant.conf` (what it is built from and how it boots) and
     package = linux-image-6.1.0-57-rt-amd64
                            boot Debian's packaged image, build none
                            (lab/build/packaged.py)
+    package_version = 6.1.192-3
+                           the package's Debian version (with package:
+                           required, so a report names what it booted)
+    package_debs = debs    a folder (relative to the variant's) holding
+                           that version's .deb files, for a version
+                           Debian's archive no longer has
     default = yes          in the default matrix (`make lab` without VARIANTS)
     base    = baseline     the variant of the same source this one is
                            compared with; a base names itself
@@ -46,7 +52,8 @@ REQUIRED = ("series", "config", "README.md")
 CONF = "variant.conf"
 SETUP = "setup.sh"
 CONF_DEFAULTS = {"source": "6.1", "append": "", "role": "proposal",
-                 "kernel": "", "package": "", "default": "yes", "base": "baseline",
+                 "kernel": "", "package": "", "package_version": "",
+                 "package_debs": "", "default": "yes", "base": "baseline",
                  "message_id": "", "subject": "", "checkpatch_ignore": "",
                  "handler_scale": ""}
 CONF_CHOICES = {"role": ("proposal", "reference", "control"),
@@ -56,6 +63,8 @@ SOURCE_RE = re.compile(r"^\d+\.\d+$")
 SCALED_PARAMETERS = ("spin_us", "storm_spin_us")
 # a versioned image, not a metapackage: the ABI pins what is booted
 PACKAGE_RE = re.compile(r"^linux-image-\d+\.\d+\.\d+-\d+-[a-z0-9-]+$")
+# Debian policy's version: [epoch:]upstream[-revision]
+PACKAGE_VERSION_RE = re.compile(r"^(\d+:)?\d[A-Za-z0-9.+~-]*$")
 
 
 @dataclass(frozen=True)
@@ -94,6 +103,18 @@ class Variant:
     def package(self) -> str:
         """The Debian image package it boots, or ""."""
         return self.get("package")
+
+    @property
+    def package_version(self) -> str:
+        """The Debian version of `package` it boots, or ""."""
+        return self.get("package_version")
+
+    @property
+    def package_debs(self) -> Path:
+        """The folder of .deb files to take the package from instead of
+        Debian's archive, or None."""
+        folder = self.get("package_debs")
+        return self.folder / folder if folder else None
 
     @property
     def in_default_matrix(self) -> bool:
@@ -275,6 +296,19 @@ def parse_conf(folder: Path) -> tuple:
         raise LabError(f"{path}: package = {conf['package']!r}: a Debian "
                        f"kernel image package, linux-image-<abi>-<flavour> "
                        f"(e.g. linux-image-6.1.0-57-rt-amd64)")
+    if conf["package"] and not conf["package_version"]:
+        raise LabError(f"{path}: package = {conf['package']} without "
+                       f"package_version: name the Debian version it "
+                       f"boots (`apt-cache policy {conf['package']}`)")
+    for key in ("package_version", "package_debs"):
+        if conf[key] and not conf["package"]:
+            raise LabError(f"{path}: {key} without package: it names "
+                           f"the version of a packaged kernel")
+    if conf["package_version"] and \
+            not PACKAGE_VERSION_RE.match(conf["package_version"]):
+        raise LabError(f"{path}: package_version = "
+                       f"{conf['package_version']!r}: a Debian version "
+                       f"such as 6.1.192-3")
     return tuple(sorted(conf.items()))
 
 

@@ -1,10 +1,12 @@
 """A kernel as Debian ships it: the variant kind `package = linux-image-...`.
 
 Nothing is built and nothing is installed on the host.  `apt-get
-download` fetches the image package and the headers external modules
-build against (the flavour's package, and the common headers and kbuild
-tools it depends on, at the versions it names); `dpkg-deb -x` unpacks
-them into cache/packaged/<package>_<version>/.  The guest gets the
+download` fetches the image package at the version variant.conf names
+(package_version) and the headers external modules build against (the
+flavour's package, and the common headers and kbuild tools it depends
+on, at the versions it names), or takes them from the variant's
+package_debs folder; `dpkg-deb -x` unpacks them into
+cache/packaged/<package>_<version>/, so a new version is a new folder.  The guest gets the
 image, and the drivers the lab's guest needs that Debian builds as
 modules (virtio, 9p, ext4), loaded by /init before it mounts anything
 (guest/init).
@@ -18,7 +20,7 @@ from pathlib import Path
 
 from ..base import paths, store
 from ..base.log import LabError, info
-from ..base.variants import Variant
+from ..base.variants import CONF, Variant
 from .built import Built
 from . import step
 
@@ -34,21 +36,49 @@ DRIVERS = ("virtio_pci", "virtio_blk", "virtio_net", "9pnet_virtio", "9p",
 _run = partial(step.run, lines=6)
 
 
-def download(names: list, work: Path, variant: str) -> list:
-    """The .deb files of `names` ("pkg" or "pkg=version"), in order."""
-    _run(["apt-get", "download", *names], work,
-         f"variant {variant}: apt-get download {' '.join(names)} (is the "
-         f"package still in Debian's archive? `apt-cache policy "
-         f"{names[0].split('=')[0]}`; run `apt-get update` once)")
-    debs = []
-    for n in names:
-        pkg = n.split("=")[0]
-        found = sorted(work.glob(f"{pkg}_*.deb"))
-        if not found:
-            raise LabError(f"variant {variant}: apt-get download left no "
-                           f"{pkg}_*.deb")
-        debs.append(found[-1])
-    return debs
+def download(names: list, work: Path, variant: Variant) -> list:
+    """The .deb files of `names` ("pkg=version"), in order: from the
+    variant's package_debs folder if it names one, else from Debian's
+    archive."""
+    if variant.package_debs:
+        return [local_deb(n, variant) for n in names]
+    try:
+        _run(["apt-get", "download", *names], work,
+             f"variant {variant.name}: apt-get download {' '.join(names)}")
+    except LabError as e:
+        raise LabError(
+            f"{e}\n{not_in_archive(names[0], variant)}") from None
+    return [only(work, n, f"variant {variant.name}: apt-get download left")
+            for n in names]
+
+
+def not_in_archive(name: str, variant: Variant) -> str:
+    pkg, _, version = name.partition("=")
+    return (f"variant {variant.name}: {pkg} {version} is not in the "
+            f"archive apt reads (`apt-cache policy {pkg}`; run `apt-get "
+            f"update` once); if Debian no longer has it, put that "
+            f"version's .deb files (the image, its headers and what they "
+            f"depend on) in a folder and name it in "
+            f"{variant.folder / CONF} as `package_debs = <folder>`")
+
+
+def only(folder: Path, name: str, what: str) -> Path:
+    """The one .deb of "pkg=version" in `folder`."""
+    pkg, _, version = name.partition("=")
+    # dpkg's file names leave the epoch out ("1:2.3-4" is pkg_2.3-4_...)
+    found = sorted(folder.glob(f"{pkg}_{version.split(':')[-1]}_*.deb"))
+    if len(found) != 1:
+        raise LabError(f"{what} {len(found)} file(s) "
+                       f"{pkg}_{version}_*.deb in {folder}, not one")
+    return found[0]
+
+
+def local_deb(name: str, variant: Variant) -> Path:
+    folder = variant.package_debs
+    if not folder.is_dir():
+        raise LabError(f"{variant.folder / CONF}: package_debs = {folder}: "
+                       f"no such folder")
+    return only(folder, name, f"{variant.folder / CONF}: package_debs has")
 
 
 def field(deb: Path, name: str) -> str:
@@ -95,29 +125,32 @@ def load_order(modules_dep: Path, wanted: tuple) -> list:
 
 def fetch(variant: Variant, index: int = 1, total: int = 1) -> Built:
     """The packaged kernel of `variant`, fetched and unpacked once."""
-    package = variant.package
+    package, version = variant.package, variant.package_version
     label = f"variant {index}/{total} {variant.name}"
     top = paths.cache_dir() / "packaged"
-    for folder in sorted(top.glob(f"{package}_*")):
-        meta_file = folder / "build.json"
-        if meta_file.is_file():
-            meta = json.loads(meta_file.read_text())
-            if meta.get("recipe") == RECIPE:
-                info(f"{label}: up to date ({package} "
-                     f"{meta['package_version']}, unpacked)")
-                return Built(variant.name, folder, dict(
-                    meta, variant=variant.name))
-    info(f"{label}: fetching {package} and its headers")
+    folder = top / f"{package}_{version}"
+    meta_file = folder / "build.json"
+    if meta_file.is_file():
+        meta = json.loads(meta_file.read_text())
+        if meta.get("recipe") == RECIPE:
+            info(f"{label}: up to date ({package} {version}, unpacked)")
+            return Built(variant.name, folder, dict(meta,
+                                                    variant=variant.name))
+    where = variant.package_debs or "Debian's archive"
+    info(f"{label}: fetching {package} {version} and its headers from "
+         f"{where}")
     top.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=top, prefix=".fetch.") as work:
         work = Path(work)
-        (image_deb,) = download([package], work, variant.name)
-        version = field(image_deb, "Version")
+        (image_deb,) = download([f"{package}={version}"], work, variant)
+        if field(image_deb, "Version") != version:
+            raise LabError(f"variant {variant.name}: {image_deb} is "
+                           f"version {field(image_deb, 'Version')}, not "
+                           f"{version} as {CONF} says")
         release = package.removeprefix("linux-image-")
         headers = f"linux-headers-{release}"
-        (headers_deb,) = download([f"{headers}={version}"], work,
-                                  variant.name)
-        extra = download(depends(headers_deb), work, variant.name)
+        (headers_deb,) = download([f"{headers}={version}"], work, variant)
+        extra = download(depends(headers_deb), work, variant)
         stage = work / "stage"
         for deb in (image_deb, headers_deb, *extra):
             dest = stage / ("root" if deb is image_deb else "headers")
@@ -140,7 +173,6 @@ def fetch(variant: Variant, index: int = 1, total: int = 1) -> Built:
                            (f"System.map-{release}", "System.map")):
             shutil.copy2(root / "boot" / name, stage / dest)
         flavour = f"headers/usr/src/linux-headers-{release}"
-        folder = top / f"{package}_{version}"
         # Its Makefile includes the common headers by their installed
         # path, /usr/src/...; here they sit beside it.
         makefile = stage / flavour / "Makefile"
