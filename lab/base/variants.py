@@ -62,7 +62,9 @@ SOURCE_RE = re.compile(r"^\d+\.\d+$")
 # the test module's parameters that are a handler's length, in us
 SCALED_PARAMETERS = ("spin_us", "storm_spin_us")
 # a versioned image, not a metapackage: the ABI pins what is booted
-PACKAGE_RE = re.compile(r"^linux-image-\d+\.\d+\.\d+-\d+-[a-z0-9-]+$")
+# (6.1.0-57-rt-amd64 in bookworm, 6.12.118+deb12-rt-amd64 in its 6.12)
+PACKAGE_RE = re.compile(
+    r"^linux-image-\d+\.\d+\.\d+(-\d+|\+deb\d+)-[a-z0-9-]+$")
 # Debian policy's version: [epoch:]upstream[-revision]
 PACKAGE_VERSION_RE = re.compile(r"^(\d+:)?\d[A-Za-z0-9.+~-]*$")
 

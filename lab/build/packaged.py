@@ -12,6 +12,7 @@ modules (virtio, 9p, ext4), loaded by /init before it mounts anything
 (guest/init).
 """
 import json
+import lzma
 import re
 import shutil
 import tempfile
@@ -24,7 +25,7 @@ from ..base.variants import CONF, Variant
 from .built import Built
 from . import step
 
-RECIPE = "apt-get-download+dpkg-deb-x/v1"
+RECIPE = "apt-get-download+dpkg-deb-x/v2"
 # What the lab's guest needs that the lab's own kernels build in: the
 # PCI transport and the block, net and 9p devices on it, the 9p file
 # system the run folder is shared with, ext4 for the scratch disk and the
@@ -46,8 +47,11 @@ def download(names: list, work: Path, variant: Variant) -> list:
         _run(["apt-get", "download", *names], work,
              f"variant {variant.name}: apt-get download {' '.join(names)}")
     except LabError as e:
-        raise LabError(
-            f"{e}\n{not_in_archive(names[0], variant)}") from None
+        # apt names the one it lacks: "E: Version 'v' for 'pkg' was not found"
+        m = re.search(r"Version '([^']+)' for '([^']+)' was not found",
+                      str(e))
+        missing = f"{m.group(2)}={m.group(1)}" if m else names[0]
+        raise LabError(f"{e}\n{not_in_archive(missing, variant)}") from None
     return [only(work, n, f"variant {variant.name}: apt-get download left")
             for n in names]
 
@@ -87,25 +91,40 @@ def field(deb: Path, name: str) -> str:
 
 
 def depends(deb: Path) -> list:
-    """The packages a headers package needs, each pinned to the version
-    it names: 'linux-headers-6.1.0-57-common-rt (= 6.1.192-3), ...'."""
+    """The headers and kbuild packages a headers package needs, each
+    pinned to the version it names, or to its own where it names none
+    (one source package builds them all): 'linux-headers-6.1.0-57-common-rt
+    (= 6.1.192-3), linux-kbuild-6.12.118+deb12, ...'.  Not the image or
+    linux-base it may also name: a module builds without them."""
+    own = field(deb, "Version")
     out = []
     for dep in field(deb, "Depends").split(","):
-        m = re.match(r"\s*(linux-[\w.+-]+)\s*\((?:=|>=)\s*([^)\s]+)\)", dep)
+        m = re.match(r"\s*(linux-(?:headers|kbuild)-[\w.+-]+)\s*"
+                     r"(?:\((?:=|>=)\s*([^)\s]+)\))?\s*$", dep)
         if m:
-            out.append(f"{m.group(1)}={m.group(2)}")
+            out.append(f"{m.group(1)}={m.group(2) or own}")
     return out
+
+
+def module_name(path: str) -> str:
+    """kernel/fs/9p/9p.ko.xz -> 9p; crc32c-generic.ko -> crc32c_generic"""
+    return Path(path).name.split(".ko")[0].replace("-", "_")
 
 
 def load_order(modules_dep: Path, wanted: tuple) -> list:
     """The module files (relative to the modules folder) to load for
     `wanted`, each after what it depends on, each once, from depmod's
-    modules.dep ('path: dep dep ...')."""
+    modules.dep ('path: dep dep ...'); one built into the kernel
+    (modules.builtin beside it: Debian's 6.12 builds virtio_pci in) is
+    left out."""
     deps, by_name = {}, {}
+    builtin = modules_dep.with_name("modules.builtin")
+    inside = {module_name(p) for p in builtin.read_text().split()} \
+        if builtin.is_file() else set()
     for line in modules_dep.read_text().splitlines():
         path, _, rest = line.partition(":")
         deps[path] = rest.split()
-        by_name[Path(path).name.split(".ko")[0].replace("-", "_")] = path
+        by_name[module_name(path)] = path
     order = []
 
     def visit(path):
@@ -116,6 +135,8 @@ def load_order(modules_dep: Path, wanted: tuple) -> list:
         order.append(path)
 
     for name in wanted:
+        if name in inside:
+            continue
         if name not in by_name:
             raise LabError(f"{modules_dep}: no module {name}: the guest "
                            f"cannot reach its devices with this kernel")
@@ -136,6 +157,7 @@ def fetch(variant: Variant, index: int = 1, total: int = 1) -> Built:
             info(f"{label}: up to date ({package} {version}, unpacked)")
             return Built(variant.name, folder, dict(meta,
                                                     variant=variant.name))
+        shutil.rmtree(folder)   # unpacked by an older recipe
     where = variant.package_debs or "Debian's archive"
     info(f"{label}: fetching {package} {version} and its headers from "
          f"{where}")
@@ -164,9 +186,17 @@ def fetch(variant: Variant, index: int = 1, total: int = 1) -> Built:
         # less in the cache), and modules.dep, which orders them.
         mods = root / "lib/modules" / release
         keep = set(load_order(mods / "modules.dep", DRIVERS))
-        for ko in (mods / "kernel").rglob("*.ko"):
+        for ko in (mods / "kernel").rglob("*.ko*"):
             if str(ko.relative_to(mods)) not in keep:
                 ko.unlink()
+            elif ko.suffix == ".xz":
+                # Debian's 6.12 compresses its modules; the guest's
+                # busybox insmod takes them as they are, uncompressed
+                ko.with_suffix("").write_bytes(lzma.decompress(
+                    ko.read_bytes()))
+                ko.unlink()
+        _run(["depmod", "-b", str(root), release], work,
+             f"depmod for {package}, on the modules kept")
         shutil.rmtree(root / "usr", ignore_errors=True)
         for name, dest in ((f"vmlinuz-{release}", "bzImage"),
                            (f"config-{release}", "config"),

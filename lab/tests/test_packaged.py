@@ -39,6 +39,13 @@ def test_drivers_load_after_what_they_need(tmp_path):
     with pytest.raises(LabError, match=r"modules.dep: no module ext4: the "
                        r"guest cannot reach its devices"):
         packaged.load_order(dep, ("ext4",))
+    # Debian's 6.12 builds virtio_pci in and compresses its modules
+    (tmp_path / "modules.builtin").write_text(
+        "kernel/drivers/virtio/virtio_pci.ko\n")
+    dep.write_text("kernel/fs/ext4/ext4.ko.xz: kernel/fs/jbd2/jbd2.ko.xz\n"
+                   "kernel/fs/jbd2/jbd2.ko.xz:\n")
+    assert packaged.load_order(dep, ("virtio_pci", "ext4")) == [
+        "kernel/fs/jbd2/jbd2.ko.xz", "kernel/fs/ext4/ext4.ko.xz"]
 
 
 def test_headers_dependencies_are_pinned_to_their_versions(tmp_path):
@@ -48,14 +55,17 @@ def test_headers_dependencies_are_pinned_to_their_versions(tmp_path):
         "Package: linux-headers-6.1.0-57-rt-amd64\nVersion: 6.1.192-3\n"
         "Architecture: amd64\nMaintainer: x <x@example.org>\n"
         "Description: x\n"
-        "Depends: linux-headers-6.1.0-57-common-rt (= 6.1.192-3), "
-        "linux-kbuild-6.1 (>= 6.1.192-3), gcc-12\n")
+        "Depends: linux-base (>= 4.12~), "
+        "linux-headers-6.1.0-57-common-rt (= 6.1.192-3), "
+        "linux-image-6.1.0-57-rt-amd64 (= 6.1.192-3) | "
+        "linux-image-6.1.0-57-rt-amd64-unsigned (= 6.1.192-3), "
+        "linux-kbuild-6.1 (>= 6.1.192-3), linux-kbuild-6.1.192, gcc-12\n")
     deb = tmp_path / "h.deb"
     subprocess.run(["dpkg-deb", "-b", str(pkg), str(deb)], check=True,
                    capture_output=True)
     assert packaged.depends(deb) == [
         "linux-headers-6.1.0-57-common-rt=6.1.192-3",
-        "linux-kbuild-6.1=6.1.192-3"]
+        "linux-kbuild-6.1=6.1.192-3", "linux-kbuild-6.1.192=6.1.192-3"]
 
 
 def test_a_packaged_kernel_proves_itself_by_its_package_version(tmp_path):
