@@ -58,6 +58,22 @@ def first_stall(console: str) -> dict:
     return None
 
 
+# what each report is, in a word, as STALL_RE's alternatives find them
+KINDS = (("rcu: INFO", "RCU stall"), ("soft lockup", "soft lockup"),
+         ("workqueue lockup", "workqueue lockup"),
+         ("blocked for", "hung task"), ("hard LOCKUP", "hard lockup"))
+
+
+def summary(stall: dict) -> str:
+    """What and where, in a few words: "RCU stall, CPU 0 in NET_RX"."""
+    kind = next((k for pattern, k in KINDS if pattern in stall["line"]),
+                "stall")
+    where = f"CPU {stall['cpu']}" if stall["cpu"] is not None else ""
+    if stall["vector"]:
+        where += f" in {stall['vector']}"
+    return f"{kind}, {where.strip()}" if where.strip() else kind
+
+
 def describe(stall: dict) -> str:
     """One line for report.txt: "first stall at 71.0 s, CPU 0
     (ksoftirqd/0), in NET_RX (net_rx_action): rcu: INFO: ..."."""

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..base import figures, metrics, paths, stats
+from ..analyse import stalls
 from ..analyse.analysis import published_verdict
 from ..analyse.replicate import rejudged
 from ..base.log import LabError
@@ -131,6 +132,18 @@ def _amount(v: float, unit: str, sign: str = "") -> str:
     return f"{v:{sign}.3g} {unit}"
 
 
+def failed_text(analysis: dict, variant: str, col: Column) -> str:
+    """"every boot failed", with what the kernel reported where every
+    failed boot's console reports the same ("every boot failed: RCU
+    stall, CPU 0 in NET_RX"): the report says it boot by boot."""
+    said = {stalls.summary(f["stall"]) if f.get("stall") else None
+            for f in analysis["failed"]
+            if f["scenario"] == col.scenario and f["variant"] == variant}
+    if len(said) == 1 and None not in said:
+        return f"every boot failed: {said.pop()}"
+    return "every boot failed"
+
+
 def judge(analysis: dict, variant: str, col: Column) -> dict:
     """One cell: {"text", "score"}; score, for the picture, is log10 of
     the ratio, positive where the kernel is better, None where there is
@@ -142,7 +155,8 @@ def judge(analysis: dict, variant: str, col: Column) -> dict:
     if not c and any(f["scenario"] == col.scenario and
                      f["variant"] == variant
                      for f in analysis.get("failed", [])):
-        return {"text": "every boot failed", "score": None}
+        return {"text": failed_text(analysis, variant, col),
+                "score": None}
     if not c or base is None:
         return {"text": "-", "score": None}
     if base == variant:

@@ -63,6 +63,19 @@ def test_a_cell_reads_as_better_or_worse_with_its_ratio():
     failed = dict(analysis("lower", 0.02), cells={}, failed=[
         {"scenario": "s", "variant": "mine", "boot": 1, "reason": "hung"}])
     assert cell(failed, "mine", col) == "every boot failed"
+    # where every failed boot's console reports the same, the cell says it
+    stall = {"line": "rcu: INFO: rcu_sched self-detected stall on CPU",
+             "at_s": 29.2, "cpu": 0, "task": "ksoftirqd/0",
+             "vector": "NET_RX", "handler": "net_rx_action"}
+    failed["failed"] = [{"scenario": "s", "variant": "mine", "boot": b,
+                         "reason": "kernel reported trouble:",
+                         "stall": stall} for b in (1, 2)]
+    assert cell(failed, "mine", col) == \
+        "every boot failed: RCU stall, CPU 0 in NET_RX"
+    failed["failed"][1] = dict(failed["failed"][1], stall=dict(
+        stall, line="watchdog: BUG: soft lockup - CPU#1 stuck for 22s!",
+        cpu=1, vector=None))
+    assert cell(failed, "mine", col) == "every boot failed"
 
 
 def test_no_finding_never_reads_as_no_change_without_an_interval():
