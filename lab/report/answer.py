@@ -136,9 +136,13 @@ def failed_text(analysis: dict, variant: str, col: Column) -> str:
     """"every boot failed", with what the kernel reported where every
     failed boot's console reports the same ("every boot failed: RCU
     stall, CPU 0 in NET_RX"): the report says it boot by boot."""
-    said = {stalls.summary(f["stall"]) if f.get("stall") else None
-            for f in analysis["failed"]
-            if f["scenario"] == col.scenario and f["variant"] == variant}
+    said = set()
+    for f in analysis["failed"]:
+        if f["scenario"] == col.scenario and f["variant"] == variant:
+            # a report made before consoles were kept has the reason's
+            # quote of the first stall line only
+            stall = f.get("stall") or stalls.first_stall(f["reason"])
+            said.add(stalls.summary(stall) if stall else None)
     if len(said) == 1 and None not in said:
         return f"every boot failed: {said.pop()}"
     return "every boot failed"

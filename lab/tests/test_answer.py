@@ -63,6 +63,12 @@ def test_a_cell_reads_as_better_or_worse_with_its_ratio():
     failed = dict(analysis("lower", 0.02), cells={}, failed=[
         {"scenario": "s", "variant": "mine", "boot": 1, "reason": "hung"}])
     assert cell(failed, "mine", col) == "every boot failed"
+    # a reason that quotes a stall line, without a console
+    failed["failed"][0]["reason"] = ("guest hung: killed by the watchdog "
+                                     "after 444 s; the kernel reported: "
+                                     "[ 23.8] rcu: INFO: rcu_preempt "
+                                     "self-detected stall on CPU; ...")
+    assert cell(failed, "mine", col) == "every boot failed: RCU stall"
     # where every failed boot's console reports the same, the cell says it
     stall = {"line": "rcu: INFO: rcu_sched self-detected stall on CPU",
              "at_s": 29.2, "cpu": 0, "task": "ksoftirqd/0",
