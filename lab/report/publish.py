@@ -47,7 +47,8 @@ def softirq_rate_table(a: dict) -> list:
 
 def markdown(text: str, images: list, command: str,
              trace_text: list = (), accounting: list = (),
-             rates: list = (), lengths: list = ()) -> str:
+             rates: list = (), lengths: list = (),
+             net_rx_ends: list = ()) -> str:
     timelines = [i for i in images if i.startswith("timeline-")]
     md = ["# softirq-rt lab report", "",
           f"Made with `{command}`; the raw results are in `data/`.", "",
@@ -71,6 +72,17 @@ def markdown(text: str, images: list, command: str,
                "that ran on CPU0, where most scenarios raise their "
                "softirqs.", "",
                *accounting]
+    if net_rx_ends:
+        md += ["## How NET_RX runs ended (traced boots)", "",
+               "Each NET_RX run of the trace phase by why it ended "
+               "(lab/docs/traces.md): it drained its queues, or it "
+               "raised NET_RX again itself with packets left, on the "
+               "packet budget (netdev_budget, 300) where its NAPI polls "
+               "took that many, else where a task woke on its CPU during "
+               "the run (need_resched; a kernel that does not stop for "
+               "it ran into its time limit here too), else on its time "
+               "limit.  Counts over the cell's traced boots.", "",
+               *net_rx_ends]
     if rates:
         md += ["## Softirq handler runs per vector (every boot)", "",
                "Runs of each vector's handler per guest second of the "
@@ -252,7 +264,9 @@ def _fill(runs: list, a: dict, new: Path, out: Path, descriptions: dict,
                                        a["scenarios"]),
         softirq_rate_table(a),
         report_traces.handler_table(traces, a["variants"], a["scenarios"],
-                                    a["module_args"])))
+                                    a["module_args"]),
+        report_traces.net_rx_ends_table(traces, a["variants"],
+                                        a["scenarios"])))
 
 
 def _repeats(here: "replicate.Loaded") -> list:

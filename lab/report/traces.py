@@ -83,6 +83,11 @@ def analyse(runs: list) -> dict:
     return out
 
 
+# trace.net_rx_ends()'s reasons, in report.md's order and words
+NET_RX_ENDS = {"drained": "drained", "packet_budget": "packet budget",
+               "wakeup": "a task woke", "time": "time limit"}
+
+
 def mean_accounting(boots: list) -> dict:
     """trace.softirq_accounting() over a cell's traced boots: the mean
     share of a CPU per vector, inline and in ksoftirqd; and per traced
@@ -117,7 +122,10 @@ def mean_accounting(boots: list) -> dict:
             "cyclictest_cpu_percent": {c: sum(
                 b.get("cyclictest_cpu_percent", {}).get(c, 0)
                 for b in boots) / len(boots) for c in cpus},
-            "handler_us": merged_lengths(boots)}
+            "handler_us": merged_lengths(boots),
+            "net_rx_ends": {k: sum(b.get("net_rx_ends", {}).get(k, 0)
+                                   for b in boots)
+                            for k in ("runs", *NET_RX_ENDS)}}
 
 
 def merged_lengths(boots: list) -> dict:
@@ -170,6 +178,28 @@ HANDLER_MIN_US = 100
 # vectors under this share of a CPU in every cell of a scenario are left
 # out of its accounting table
 ACCOUNT_MIN_PERCENT = 0.5
+
+
+def net_rx_ends_table(t: dict, variants: list, scenarios: list) -> list:
+    """report.md's tables of how NET_RX runs ended, per scenario where
+    a traced boot ran any: counts over the cell's traced boots."""
+    out = []
+    for scen in scenarios:
+        rows = [(v, t[f"{scen}/{v}"]["softirqs"]) for v in variants
+                if t.get(f"{scen}/{v}", {}).get("softirqs", {}).get(
+                    "net_rx_ends", {}).get("runs")]
+        if not rows:
+            continue
+        out += [f"{scen}:", "", "| variant | boots | NET_RX runs | " +
+                " | ".join(NET_RX_ENDS.values()) + " |",
+                "|---|---|---|" + "---|" * len(NET_RX_ENDS)]
+        for var, a in rows:
+            ends = a["net_rx_ends"]
+            out.append(f"| {var} | {a['boots']} | {ends['runs']} | " +
+                       " | ".join(str(ends.get(k, 0)) for k in NET_RX_ENDS)
+                       + " |")
+        out.append("")
+    return out
 
 
 def accounting_table(t: dict, variants: list, scenarios: list) -> list:

@@ -50,6 +50,23 @@ def test_accounting_averages_boots_and_leaves_out_small_vectors():
     assert rows[4] == "| base | 2 | 30.0 | 20.0 | 20 | 2 | NET_RX 2 | 75 |"
 
 
+def test_net_rx_end_reasons_add_up_over_traced_boots():
+    ends = {"runs": 10, "drained": 1, "packet_budget": 0, "wakeup": 7,
+            "time": 2}
+    boot = {"seconds": 10.0, "ksoftirqd_wakeups": 0, "cpu_percent": {},
+            "net_rx_ends": ends}
+    a = report_traces.mean_accounting([boot, dict(boot, net_rx_ends=dict(
+        ends, runs=5, drained=5, wakeup=0, time=0))])
+    assert a["net_rx_ends"] == {"runs": 15, "drained": 6,
+                                "packet_budget": 0, "wakeup": 7, "time": 2}
+    quiet = report_traces.mean_accounting([dict(boot, net_rx_ends={})])
+    rows = report_traces.net_rx_ends_table(
+        {"nic/base": {"softirqs": a}, "idle/base": {"softirqs": quiet}},
+        ["base"], ["idle", "nic"])
+    assert rows[0] == "nic:" and rows[4] == "| base | 2 | 15 | 6 | 0 | 7 | 2 |"
+    assert len(rows) == 6
+
+
 def test_accounting_table_without_a_vector_has_no_empty_column():
     a = report_traces.mean_accounting([{
         "seconds": 10.0, "ksoftirqd_wakeups": 0,
