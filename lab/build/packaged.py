@@ -190,8 +190,8 @@ def fetch(variant: Variant, index: int = 1, total: int = 1) -> Built:
             if str(ko.relative_to(mods)) not in keep:
                 ko.unlink()
             elif ko.suffix == ".xz":
-                # Debian's 6.12 compresses its modules; the guest's
-                # busybox insmod takes them as they are, uncompressed
+                # Debian's 6.12 compresses its modules with xz; the
+                # guest's busybox loads them uncompressed
                 ko.with_suffix("").write_bytes(lzma.decompress(
                     ko.read_bytes()))
                 ko.unlink()
