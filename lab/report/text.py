@@ -267,19 +267,19 @@ def _name_width(a: dict) -> int:
 def _cell_rows(a: dict, scen: str) -> list:
     n = _name_width(a)
     lead = lead_of(a, scen)
-    head = f"  {'variant':<{n}}{lead + ' per boot (us)':<28}{'>1ms':>6}" \
-        f"{'missed':>7}  {lead} vs base"
-    out = [head if len(head) <= WIDTH else
-           head.replace(f"{lead} vs", "vs")]
     cells = {var: a["cells"].get(f"{scen}/{var}") for var in a["variants"]}
     words = {var: _verdict_word(c.get("vs_baseline", {}).get(lead))
              for var, c in cells.items() if c and c["boots"]}
     # a long name and the longest verdict take room from the values
-    # column, the same in every row; values that do not fit go on lines
-    # of their own
-    col = max(0, min(28, WIDTH - (2 + n + 6 + 7 + 2 +
-                                  max(map(len, words.values()),
-                                      default=0))))
+    # column, the same in every row and in the header; values that do
+    # not fit go on lines of their own
+    label = lead + " per boot (us)"
+    col = max(len(label) + 1, min(28, WIDTH - (2 + n + 6 + 7 + 2 + max(
+        [len("vs base"), *map(len, words.values())]))))
+    head = f"  {'variant':<{n}}{label:<{col}}{'>1ms':>6}" \
+        f"{'missed':>7}  {lead} vs base"
+    out = [head if len(head) <= WIDTH else
+           head.replace(f"{lead} vs", "vs")]
     for var, c in cells.items():
         if var not in words:
             out.append(f"  {var:<{n}}no finished run with free threads")

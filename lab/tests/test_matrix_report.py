@@ -783,3 +783,19 @@ def test_ksoftirqds_cpu_is_printed_where_it_is_judged():
                                                cmp}}}}
     rows = "\n".join(report_text._cost_rows(a, "idle"))
     assert "rt: ksoftirqd_cpu_percent 0.3 higher x3.00" in rows
+
+
+def test_a_long_variant_name_keeps_the_cell_header_in_width():
+    """A name as long as zijlstra-no-net-break's narrows the values
+    column, in the header as in the rows: each line in width, and the
+    header's columns over the rows' values."""
+    from lab.report import text as report_text
+    a = {"variants": ["baseline", "zijlstra-no-net-break"], "cells": {
+        "s/baseline": {"boots": [1], "per_boot": {
+            "max": [9014.0], "over_1ms": [0.1], "missed": [0.3]},
+            "vs_baseline": {}, "pinned_boots": []}},
+         "lead": {"s": "max"}}
+    rows = report_text._cell_rows(a, "s")
+    assert all(len(r) <= report_text.WIDTH for r in rows), rows
+    assert rows[0].index(">1ms") + 4 == rows[1].index("10.0%") + 5
+    assert rows[2].endswith("no finished run with free threads")
