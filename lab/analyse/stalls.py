@@ -1,6 +1,7 @@
 """What a failed boot's console says first: the first stall or lockup
 the kernel reported, the CPU and task it blames, and the softirq vector
-running there (from the first handler in its backtrace).
+running there (from the first handler in its backtrace, or its RIP
+line where the CPU was stopped in the handler itself).
 
 A watchdog's reason keeps only the first stall line and the last
 console lines; the whole console is kept in the report's data/
@@ -17,6 +18,9 @@ CPU_RE = re.compile(r"\bCPU: (\d+) (?:UID: \d+ )?PID: \d+ Comm: (\S+)")
 # rcu's "0-....:" line: the stalled CPU where another one reports it
 RCU_CPU_RE = re.compile(r"rcu: \s*(\d+)-\S*: \(")
 FRAME_RE = re.compile(r"^\s*(?:\? )?([A-Za-z0-9_.]+)\+0x")
+# "RIP: 0010:net_rx_action+0x2f/0x230": where the CPU was, a frame the
+# backtrace below it leaves out
+RIP_RE = re.compile(r"\bRIP: [0-9a-f]+:([A-Za-z0-9_.]+)\+0x")
 # each vector's handler, as a backtrace names it (kernel/softirq.c's
 # open_softirq() calls, 6.1 and 6.12)
 HANDLERS = {"tasklet_hi_action": "HI", "run_timer_softirq": "TIMER",
@@ -49,7 +53,7 @@ def first_stall(console: str) -> dict:
                 out["cpu"] = int(m.group(1))
             if out["task"] is None and (m := CPU_RE.search(text)):
                 out["cpu"], out["task"] = int(m.group(1)), m.group(2)
-            frame = FRAME_RE.match(text)
+            frame = FRAME_RE.match(text) or RIP_RE.search(text)
             if out["handler"] is None and frame and \
                     frame.group(1) in HANDLERS:
                 out["handler"] = frame.group(1)

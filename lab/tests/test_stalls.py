@@ -49,6 +49,27 @@ def test_the_first_stall_names_its_cpu_task_and_vector():
         "CPU")
 
 
+# zijlstra-no-rcu-break's boot 2 in Qais Yousef's test at 8 vCPUs
+# (reports/2026-12-07-zijlstra-family-8cpu-5boots/): the CPU was stopped
+# in the handler itself, which only the RIP line names
+IN_THE_HANDLER = """\
+[   54.381752] rcu: INFO: rcu_preempt self-detected stall on CPU
+[   54.381752] CPU: 0 PID: 11 Comm: ksoftirqd/0 Not tainted 6.1.192 #1
+[   54.381752] RIP: 0010:net_rx_action+0x2f/0x230
+[   54.381752] Call Trace:
+[   54.381752]  <TASK>
+[   54.381752]  ? __schedule+0x248/0x650
+[   54.381752]  handle_softirqs+0x161/0x310
+[   54.381752]  run_ksoftirqd+0x1a/0x20
+"""
+
+
+def test_a_stall_in_the_handler_itself_is_named_from_its_rip():
+    stall = stalls.first_stall(IN_THE_HANDLER)
+    assert (stall["cpu"], stall["vector"], stall["handler"]) == \
+        (0, "NET_RX", "net_rx_action")
+
+
 def test_a_failed_boots_whole_console_is_kept_and_its_stall_named(
         tmp_path):
     root, out = tmp_path / "res", tmp_path / "rep"
