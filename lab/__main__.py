@@ -71,22 +71,24 @@ def cmd_health(args) -> int:
 
 def _matrix(args) -> tuple:
     """The variants and scenarios named, or the default matrix's
-    (variant.conf and scenario `default`); bases first, wherever they
-    were named: the others compare with them."""
+    (variant.conf and scenario `default`), bases first, wherever they
+    were named: the others compare with them; and the bases --base
+    names instead of variant.conf's."""
     chosen = sorted(variants.select(args.variants) if args.variants else
                     variants.default_matrix(),
                     key=lambda v: v.name != v.base)
+    named = variants.named_bases(args.base, chosen) if args.base else {}
     names = {v.name for v in chosen}
     for v in chosen:
-        if v.base not in names:
+        if v.name not in named and v.base not in names:
             raise LabError(f"variant {v.name} is compared with {v.base} "
                            f"(its variant.conf base): add {v.base} to "
                            f"--variants")
-    return chosen, scenario.select(args.scenarios)
+    return chosen, scenario.select(args.scenarios), named
 
 
 def cmd_run(args) -> int:
-    chosen, scens = _matrix(args)
+    chosen, scens, named = _matrix(args)
     guestbuild.check_background(scens)
     root = Path(args.results) if args.results else \
         matrix.results_root(args.runner)
@@ -97,22 +99,23 @@ def cmd_run(args) -> int:
         from .analyse import analysis
         _, _, lead, tail = _scenario_facts()
         a = analysis.analyse(analysis.load(results, names, scen_names),
-                             predicted={}, lead=lead, tail=tail)
+                             predicted={}, lead=lead, tail=tail,
+                             named_bases=named)
         return analysis.unsettled(a)
     matrix.run(chosen, scens, args.boots or looks[0], root,
                runner=runners.module(args.runner).make(args), looks=looks,
                unsettled=unsettled)
-    return _report(args, root, names, scen_names)
+    return _report(args, root, names, scen_names, named)
 
 
 def cmd_compare(args) -> int:
     # the same matrix as `run` with the same options: results of other
     # variants or scenarios in the folder stay out of the report
-    chosen, scens = _matrix(args)
+    chosen, scens, named = _matrix(args)
     root = Path(args.results) if args.results else \
         matrix.results_root(args.runner)
     return _report(args, root, [v.name for v in chosen],
-                   [s.name for s in scens])
+                   [s.name for s in scens], named)
 
 
 def cmd_variant_add(args) -> int:
@@ -346,13 +349,13 @@ def _scenario_facts() -> tuple:
             {s.name: list(s.tail) for s in every if s.tail})
 
 
-def _report(args, root, names, scens) -> int:
+def _report(args, root, names, scens, named) -> int:
     out = Path(args.out) if args.out else publish.default_folder(args.name)
     descriptions, busy, lead, tail = _scenario_facts()
-    command = _command(args, "variants", "scenarios", "boots", "jobs",
-                       "results", "out" if args.out else "name")
+    command = _command(args, "variants", "base", "scenarios", "boots",
+                       "jobs", "results", "out" if args.out else "name")
     publish.write(root, out, descriptions, command, names, scens, busy, lead,
-                  tail)
+                  tail, named)
     return _published(out)
 
 
@@ -409,6 +412,13 @@ def parse_args(argv):
         return sp
 
     def with_runner(sp):
+        """The options of the commands that write a comparison (run,
+        compare): what boots the guests, and which bases to compare with."""
+        sp.add_argument("--base", default="",
+                        help="VARIANT=BASE,...: compare VARIANT with BASE "
+                        "(a variant of its source generation) instead of "
+                        "its variant.conf base, e.g. "
+                        "ktimers-rt=preempt-rt-6.12")
         sp.add_argument("--runner", choices=runners.names(),
                         default="local", help="what boots the guests: " +
                         "; ".join(f"{n}: {runners.module(n).HELP}"

@@ -103,11 +103,14 @@ def probe_summary(rs: list):
 
 def analyse(runs: list, traces: dict = None, predicted: dict = None,
             busy: set = frozenset(), lead: dict = None,
-            withheld: dict = None, tail: dict = None) -> dict:
+            withheld: dict = None, tail: dict = None,
+            named_bases: dict = None) -> dict:
     """Per cell: each boot's values; per variant: verdicts on them.
     `withheld`: scenarios withheld for reasons found elsewhere (a pool's
     other reports), beside those the traces give; `tail`: {scenario:
-    the per-boot metrics judged beside its lead}.  Runs pooled from
+    the per-boot metrics judged beside its lead}; `named_bases`:
+    {variant: base} compared instead of variant.conf's (`--base`,
+    lab/base/variants.named_bases).  Runs pooled from
     several reports (`pooled_from`, lab/analyse/pool.py) are compared
     within their own report (`runs` in the cell, the strata).
 
@@ -123,6 +126,7 @@ def analyse(runs: list, traces: dict = None, predicted: dict = None,
     for r in ok:
         by_cell[(r["scenario"], r["variant"])].append(r)
     bases = {r["variant"]: base_of(r) for r in runs}
+    bases.update(named_bases or {})
     # each base, then the variants compared with it; 6.1's first
     variants = sorted(bases, key=lambda v: (bases[v] != "baseline",
                                             bases[v], v != bases[v], v))
@@ -140,6 +144,7 @@ def analyse(runs: list, traces: dict = None, predicted: dict = None,
                 found[r["scenario"]].append(r["boot_values"]["p99"])
         return dict(found)
     out = {"variants": variants, "bases": bases, "scenarios": scenarios,
+           **({"named_bases": dict(named_bases)} if named_bases else {}),
            # the latency metric each scenario's rows and summary lead with
            "lead": {s: (lead or {}).get(s, "p99") for s in scenarios},
            "tail": {s: list((tail or {})[s]) for s in scenarios

@@ -469,3 +469,35 @@ def select(names: str = "", root: Path = None) -> list:
                            f"{', '.join(known)}")
         chosen.append(load(root / n))
     return chosen
+
+
+def named_bases(text: str, chosen: list) -> dict:
+    """`--base VARIANT=BASE,...`: the comparisons a report makes instead
+    of the variants' variant.conf bases, {variant: base}.  A proposal on
+    top of PREEMPT_RT (ktimers-rt, threaded NAPI there) is compared with
+    the RT kernel it adds to, for its own effect; the base stays compared
+    with its own, so the report has both steps."""
+    by_name = {v.name: v for v in chosen}
+    named = {}
+    for pair in names_in(text, "--base pair"):
+        var, sep, base = pair.partition("=")
+        if not sep or not var or not base:
+            raise LabError(f"--base {pair!r}: write VARIANT=BASE, for "
+                           f"example ktimers-rt=preempt-rt-6.12")
+        for n in (var, base):
+            if n not in by_name:
+                raise LabError(f"--base {pair}: {n} is not among the "
+                               f"report's variants: add it to --variants")
+        if var == base or by_name[base].base == var:
+            raise LabError(f"--base {pair}: {var} would be compared with "
+                           f"itself, or with a variant compared with it")
+        if by_name[var].source != by_name[base].source:
+            raise LabError(f"--base {pair}: {base} is built from "
+                           f"{by_name[base].source}, {var} from "
+                           f"{by_name[var].source}: a base must be of the "
+                           f"same source generation")
+        named[var] = base
+    if any(named.get(b) for b in named.values()):
+        raise LabError(f"--base {text}: a named base is compared with "
+                       f"another itself; name each variant's base once")
+    return named

@@ -149,13 +149,15 @@ WRITTEN = {"data", "report.txt", "report.md"}
 
 def write(root: Path, out: Path, descriptions: dict, command: str,
           variants=None, scenarios=None, busy=(), lead=None,
-          tail=None) -> Path:
+          tail=None, named_bases=None) -> Path:
     """`lead`: {scenario: the latency metric its rows lead with}, p99
-    where not named; `tail`: {scenario: the metrics judged beside it}."""
+    where not named; `tail`: {scenario: the metrics judged beside it};
+    `named_bases`: {variant: base} compared instead of variant.conf's."""
     replaceable(out)
     runs = analysis.load(root, variants, scenarios)
     traces = report_traces.analyse(runs)
-    a = analysis.analyse(runs, traces, busy=set(busy), lead=lead, tail=tail)
+    a = analysis.analyse(runs, traces, busy=set(busy), lead=lead, tail=tail,
+                         named_bases=named_bases)
     a["traces"] = traces
     with store.whole_folder(out) as new:
         _keep_authored(out, new)

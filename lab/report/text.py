@@ -338,12 +338,20 @@ def _verdict_word(vs, detail: bool = False) -> str:
 
 
 def _bases_text(a: dict) -> str:
-    per = defaultdict(list)
-    for var, base in a["bases"].items():
-        if var != base:
-            per[base].append(var)
-    return "; ".join(f"{b} for {', '.join(sorted(vs))}"
-                     for b, vs in sorted(per.items())) or "none compared"
+    named = a.get("named_bases", {})
+
+    def listed(pairs) -> str:
+        per = defaultdict(list)
+        for var, base in pairs:
+            if var != base:
+                per[base].append(var)
+        return "; ".join(f"{b} for {', '.join(sorted(vs))}"
+                         for b, vs in sorted(per.items()))
+    own = listed((v, b) for v, b in a["bases"].items() if v not in named)
+    if named:
+        return (own + "; " if own else "") + \
+            f"and, named by the report's --base: {listed(named.items())}"
+    return own or "none compared"
 
 
 def _beside_lead(a: dict, scen: str, var: str) -> list:

@@ -387,6 +387,60 @@ def test_each_generation_is_compared_with_its_own_base(tmp_path):
     assert "p99 n.s.." not in text
 
 
+def test_a_base_named_for_the_report_replaces_the_variants_own(tmp_path):
+    """--base new-rt-plus=new-rt: a proposal on top of the RT kernel is
+    compared with it (its own effect), the RT kernel still with its own
+    base, and the Rules say which comparison the command named."""
+    root = tmp_path / "res"
+    new = {"source": "6.12", "base": "new-base"}
+    for boot in range(1, 6):
+        fake_run(root, "new-base", "long", boot, 900, 4500, seed=boot,
+                 conf=new)
+        fake_run(root, "new-rt", "long", boot, 60, 400, seed=boot,
+                 conf=new)
+        fake_run(root, "new-rt-plus", "long", boot, 60, 400,
+                 seed=boot + 10, conf=new)
+    out = publish.write(root, tmp_path / "rep", {}, "make lab",
+                        named_bases={"new-rt-plus": "new-rt"})
+    a = json.loads((out / "data" / "analysis.json").read_text())
+    assert a["bases"]["new-rt-plus"] == "new-rt"
+    assert a["named_bases"] == {"new-rt-plus": "new-rt"}
+    plus = a["cells"]["long/new-rt-plus"]["vs_baseline"]["p99"]
+    assert plus["median"][1] == pytest.approx(_median_p99(a, "new-rt"))
+    rt = a["cells"]["long/new-rt"]["vs_baseline"]["p99"]
+    assert rt["median"][1] == pytest.approx(_median_p99(a, "new-base"))
+    text = " ".join((out / "report.txt").read_text().split())
+    assert "source generation: new-base for new-rt; and, named by the " \
+        "report's --base: new-rt for new-rt-plus)" in text
+
+
+def test_compare_takes_a_base_from_the_command_line(tmp_path, capsys):
+    """`compare --base ktimers-rt=preempt-rt-6.12`: the report compares
+    ktimers-rt with the RT kernel and its command says so; a base not
+    among --variants is refused naming it."""
+    from lab.__main__ import main
+    root = tmp_path / "res"
+    six12 = {"source": "6.12", "base": "mainline-6.12"}
+    for boot in range(1, 6):
+        for var, lo, hi in (("mainline-6.12", 900, 4500),
+                            ("preempt-rt-6.12", 60, 400),
+                            ("ktimers-rt", 60, 400)):
+            fake_run(root, var, "idle", boot, lo, hi, seed=boot,
+                     conf=dict(six12, name=var))
+    out = tmp_path / "rep"
+    args = ["compare", "--variants", "mainline-6.12,preempt-rt-6.12,"
+            "ktimers-rt", "--scenarios", "idle", "--results", str(root),
+            "--out", str(out)]
+    assert main(args + ["--base", "ktimers-rt=preempt-rt-6.12"]) == 0
+    a = json.loads((out / "data" / "analysis.json").read_text())
+    assert a["bases"]["ktimers-rt"] == "preempt-rt-6.12"
+    assert "--base ktimers-rt=preempt-rt-6.12" in a["command"]
+    capsys.readouterr()
+    assert main(args + ["--base", "ktimers-rt=debian-rt-6.12"]) == 2
+    assert "--base ktimers-rt=debian-rt-6.12: debian-rt-6.12 is not " \
+        "among the report's variants" in capsys.readouterr().err
+
+
 def test_a_busy_scenario_is_judged_by_the_null_control_of_its_size(
         tmp_path):
     """A 4-vCPU busy scenario's verdicts stand or fall with null-hog-4cpu,

@@ -204,6 +204,31 @@ def test_a_generation_has_its_own_base(variant_root):
         variants.generation_base("7.0", variant_root)
 
 
+def test_a_base_named_for_a_report_is_checked(variant_root):
+    """`--base VARIANT=BASE`: a proposal on top of the RT kernel compared
+    with it; a pair that is malformed, names a variant the report does
+    not have, crosses generations or loops is refused in one line."""
+    make_variant(variant_root, "baseline")
+    for name in ("base-6.12", "rt-6.12", "rt-plus"):
+        (make_variant(variant_root, name) / "variant.conf").write_text(
+            "source = 6.12\nbase = base-6.12\n")
+    chosen = variants.discover(variant_root)
+    assert variants.named_bases("rt-plus=rt-6.12", chosen) == \
+        {"rt-plus": "rt-6.12"}
+    for text, error in (
+            ("rt-plus", "write VARIANT=BASE"),
+            ("rt-plus=", "write VARIANT=BASE"),
+            ("rt-plus=other", "other is not among the report's variants"),
+            ("rt-plus=baseline", "baseline is built from 6.1, rt-plus "
+             "from 6.12"),
+            ("rt-plus=rt-plus", "compared with itself"),
+            ("base-6.12=rt-6.12", "or with a variant compared with it"),
+            ("rt-plus=rt-6.12,rt-6.12=base-6.12",
+             "a named base is compared with another itself")):
+        with pytest.raises(LabError, match=error):
+            variants.named_bases(text, chosen)
+
+
 def test_a_boot_only_variant_has_no_patches_of_its_own(variant_root):
     make_variant(variant_root, "baseline")
     folder = make_variant(variant_root, "mixed",
