@@ -437,8 +437,23 @@ def softirq_accounting(events: list, cpus: dict) -> dict:
             "stopped_early": stopped,
             "handed_over": dict(sorted(handed.items())),
             "net_rx_ends": net_rx_ends(events),
+            "napi_polls": napi_polls(events),
             "handler_us": {v: handler_lengths(x)
                            for v, x in sorted(lengths.items())}}
+
+
+def napi_polls(events: list) -> dict:
+    """Where the NAPI polls ran: {"polls", "in_threads" (a napi/<dev>-*
+    thread's, threaded NAPI), "cpus": {cpu: polls}}.  Under threaded
+    NAPI the polls leave NET_RX, so where the scheduler put the threads
+    is the question."""
+    cpus, threads = Counter(), 0
+    for e in events:
+        if e.name == "napi_poll":
+            cpus[e.cpu] += 1
+            threads += e.comm.startswith("napi/")
+    return {"polls": sum(cpus.values()), "in_threads": threads,
+            "cpus": {str(c): n for c, n in sorted(cpus.items())}}
 
 
 def net_rx_ends(events: list) -> dict:

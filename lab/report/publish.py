@@ -48,7 +48,7 @@ def softirq_rate_table(a: dict) -> list:
 def markdown(text: str, images: list, command: str,
              trace_text: list = (), accounting: list = (),
              rates: list = (), lengths: list = (),
-             net_rx_ends: list = ()) -> str:
+             net_rx_ends: list = (), napi_polls: list = ()) -> str:
     timelines = [i for i in images if i.startswith("timeline-")]
     md = ["# softirq-rt lab report", "",
           f"Made with `{command}`; the raw results are in `data/`.", "",
@@ -83,6 +83,14 @@ def markdown(text: str, images: list, command: str,
                "it ran into its time limit here too), else on its time "
                "limit.  Counts over the cell's traced boots.", "",
                *net_rx_ends]
+    if napi_polls:
+        md += ["## Where NAPI polled (traced boots)", "",
+               "Each napi_poll event of the trace phase: the share run in "
+               "a napi/<dev>-* thread (threaded NAPI) rather than in "
+               "NET_RX, and the share on each CPU.  Counts over the "
+               "cell's traced boots; a table only where some variant "
+               "polled in threads or on more than one CPU.", "",
+               *napi_polls]
     if rates:
         md += ["## Softirq handler runs per vector (every boot)", "",
                "Runs of each vector's handler per guest second of the "
@@ -268,7 +276,9 @@ def _fill(runs: list, a: dict, new: Path, out: Path, descriptions: dict,
         report_traces.handler_table(traces, a["variants"], a["scenarios"],
                                     a["module_args"]),
         report_traces.net_rx_ends_table(traces, a["variants"],
-                                        a["scenarios"])))
+                                        a["scenarios"]),
+        report_traces.napi_polls_table(traces, a["variants"],
+                                       a["scenarios"])))
 
 
 def _repeats(here: "replicate.Loaded") -> list:

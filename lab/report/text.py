@@ -596,7 +596,7 @@ def _cost_rows(a: dict, scen: str) -> list:
         return []
     out = ["  cost, median over boots " + ("(shown only: withheld):"
                                           if scen in a["withheld"] else
-                                          "(verdict against baseline):")]
+                                          "(verdict against its base):")]
     for var, c in cells:
         parts = []
         for m in names + ["ksoftirqd_cpu_percent"]:

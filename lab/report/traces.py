@@ -1,6 +1,7 @@
 """The report's trace part: the cause of each cell's worst cases, the
 tracing overhead, a timeline per scenario and files for trace viewers."""
 import statistics
+from collections import Counter
 from itertools import repeat
 from pathlib import Path
 
@@ -125,7 +126,19 @@ def mean_accounting(boots: list) -> dict:
             "handler_us": merged_lengths(boots),
             "net_rx_ends": {k: sum(b.get("net_rx_ends", {}).get(k, 0)
                                    for b in boots)
-                            for k in ("runs", *NET_RX_ENDS)}}
+                            for k in ("runs", *NET_RX_ENDS)},
+            "napi_polls": merged_napi_polls(boots)}
+
+
+def merged_napi_polls(boots: list) -> dict:
+    """trace.napi_polls() added up over a cell's traced boots."""
+    cpus = Counter()
+    for b in boots:
+        cpus.update(b.get("napi_polls", {}).get("cpus", {}))
+    return {"polls": sum(cpus.values()),
+            "in_threads": sum(b.get("napi_polls", {}).get("in_threads", 0)
+                              for b in boots),
+            "cpus": dict(sorted(cpus.items(), key=lambda x: int(x[0])))}
 
 
 def merged_lengths(boots: list) -> dict:
@@ -198,6 +211,34 @@ def net_rx_ends_table(t: dict, variants: list, scenarios: list) -> list:
             out.append(f"| {var} | {a['boots']} | {ends['runs']} | " +
                        " | ".join(str(ends.get(k, 0)) for k in NET_RX_ENDS)
                        + " |")
+        out.append("")
+    return out
+
+
+def napi_polls_table(t: dict, variants: list, scenarios: list) -> list:
+    """report.md's tables of where NAPI polled, per scenario where a
+    traced boot polled at all and some variant polled in threads or on
+    more than one CPU: counts over the cell's traced boots."""
+    out = []
+    for scen in scenarios:
+        rows = [(v, t[f"{scen}/{v}"]["softirqs"]) for v in variants
+                if t.get(f"{scen}/{v}", {}).get("softirqs", {}).get(
+                    "napi_polls", {}).get("polls")]
+        if not any(a["napi_polls"]["in_threads"] or
+                   len(a["napi_polls"]["cpus"]) > 1 for _, a in rows):
+            continue
+        cpus = sorted({c for _, a in rows for c in a["napi_polls"]["cpus"]},
+                      key=int)
+        out += [f"{scen}:", "", "| variant | boots | NAPI polls | in "
+                "napi/ threads % | " + " | ".join(f"on CPU{c} %"
+                                                  for c in cpus) + " |",
+                "|---|---|---|---|" + "---|" * len(cpus)]
+        for var, a in rows:
+            n = a["napi_polls"]
+            out.append(f"| {var} | {a['boots']} | {n['polls']} | "
+                       f"{100 * n['in_threads'] / n['polls']:.0f} | " +
+                       " | ".join(f"{100 * n['cpus'].get(c, 0) / n['polls']:.0f}"
+                                  for c in cpus) + " |")
         out.append("")
     return out
 

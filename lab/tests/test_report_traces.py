@@ -67,6 +67,26 @@ def test_net_rx_end_reasons_add_up_over_traced_boots():
     assert len(rows) == 6
 
 
+def test_napi_polls_add_up_and_show_only_where_they_moved():
+    boot = {"seconds": 10.0, "ksoftirqd_wakeups": 0, "cpu_percent": {},
+            "napi_polls": {"polls": 4, "in_threads": 4,
+                           "cpus": {"0": 1, "1": 3}}}
+    threaded = report_traces.mean_accounting([boot, boot])
+    assert threaded["napi_polls"] == {"polls": 8, "in_threads": 8,
+                                      "cpus": {"0": 2, "1": 6}}
+    plain = report_traces.mean_accounting([dict(boot, napi_polls={
+        "polls": 5, "in_threads": 0, "cpus": {"0": 5}})])
+    cells = {"nic/threaded": {"softirqs": threaded},
+             "nic/plain": {"softirqs": plain},
+             "idle/plain": {"softirqs": plain}}
+    rows = report_traces.napi_polls_table(cells, ["plain", "threaded"],
+                                          ["idle", "nic"])
+    assert rows[0] == "nic:" and rows[4] == "| plain | 1 | 5 | 0 | 100 | 0 |"
+    assert rows[5] == "| threaded | 2 | 8 | 100 | 25 | 75 |"
+    # NET_RX on one CPU only, as every kernel without threaded NAPI
+    assert report_traces.napi_polls_table(cells, ["plain"], ["nic"]) == []
+
+
 def test_accounting_table_without_a_vector_has_no_empty_column():
     a = report_traces.mean_accounting([{
         "seconds": 10.0, "ksoftirqd_wakeups": 0,

@@ -346,6 +346,18 @@ def test_softirq_accounting_splits_inline_from_ksoftirqd():
         "over_1ms": 2}
 
 
+def test_napi_polls_are_counted_per_cpu_and_by_who_ran_them():
+    """Two polls in a threaded NAPI thread on CPU1, one in NET_RX on
+    CPU0: threaded NAPI's polls leave the softirq."""
+    text = """\
+     napi/eth0-9-62    [001]    27.455314: napi_poll:            napi poll on napi struct 0xffff8880026a7808 for device eth0 work 64 budget 64
+     napi/eth0-9-62    [001]    27.455914: napi_poll:            napi poll on napi struct 0xffff8880026a7808 for device eth0 work 3 budget 64
+          <idle>-0     [000]    27.456000: napi_poll:            napi poll on napi struct 0xffff8880026a7808 for device eth0 work 1 budget 64
+"""
+    assert trace.napi_polls(trace.parse(text)) == {
+        "polls": 3, "in_threads": 2, "cpus": {"0": 1, "1": 2}}
+
+
 def test_softirq_accounting_tells_early_stops_from_other_wakeups():
     """CPU0 runs TIMER with NET_RX still pending and wakes ksoftirqd/0
     straight after: an early stop that hands NET_RX over.  CPU1 raises
