@@ -154,6 +154,11 @@ def counter_metrics(run_dir: Path) -> dict:
                        "nic_rcvbuf_drop_percent":
                        100 * full / (read + full) if read + full else 0.0,
                        "net_rx_squeezes": a["squeeze"] - b["squeeze"]}
+            if "NoPorts" in a["udp"]:       # (older plans kept 3 fields)
+                unbound = udp("NoPorts")
+                took = read + full + unbound
+                values["nic_unbound_percent"] = \
+                    100 * unbound / took if took else 0.0
         sent = udp("OutDatagrams")
         if sent and "lo" in a["rx_bytes"]:   # (older plans: no rx_bytes)
             lo = a["rx_bytes"]["lo"] - b["rx_bytes"]["lo"]

@@ -153,6 +153,11 @@ COST = [
     Metric("nic_rcvbuf_drop_percent", "%", "lower", "nic",
            "UDP datagrams dropped at a full socket, of those that "
            "reached one (RcvbufErrors)"),
+    # the receiver not yet listening, or starved before it bound its
+    # socket: a rcvbuf drop share of 0% then means nothing reached it
+    Metric("nic_unbound_percent", "%", "lower", "nic",
+           "UDP datagrams that found no socket (NoPorts), of those UDP "
+           "took in: the receiver not yet bound"),
     Metric("net_rx_squeezes", "exits", "lower", "nic",
            "NET_RX runs cut by its packet budget or time limit "
            "(softnet_stat time_squeeze)"),

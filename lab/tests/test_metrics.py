@@ -50,11 +50,11 @@ def test_the_modules_counters_over_the_measurement_are_cost_metrics(
 
 
 def _net(uptime, rx, read, full, squeezes, sent=0, lo_bytes=0,
-         disk=None):
+         disk=None, noports=3):
     return (f"uptime {uptime}\nrx_packets eth0 {rx}\nrx_bytes eth0 0\n"
             f"rx_packets lo 7\nrx_bytes lo {lo_bytes}\n"
             "Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors\n"
-            f"Udp: {read} 3 0 {sent} {full}\n"
+            f"Udp: {read} {noports} 0 {sent} {full}\n"
             f"softnet 0000a000 00000000 {squeezes:08x} 00000000\n"
             "softnet 00000100 00000000 00000001 00000000\n" +
             (f"disk vda 10 0 {disk[0]} 40 5 0 {disk[1]} 60 0 90 100\n"
@@ -68,10 +68,15 @@ def _values(run_dir):
 
 def test_nic_metrics_cover_the_measurement_from_the_counters(tmp_path):
     (tmp_path / "net-before").write_text(_net(10.0, 100, 50, 0, 2))
-    (tmp_path / "net-after").write_text(_net(20.0, 20100, 15050, 5000, 30))
+    (tmp_path / "net-after").write_text(_net(20.0, 20100, 15050, 5000, 30,
+                                             noports=5003))
+    # 5000 datagrams before the receiver bound its socket: a fifth of
+    # the 25000 UDP took in (the drop share counts only those that
+    # reached the socket)
     assert _values(tmp_path) == {
         "nic_rx_kpps": 2.0, "nic_app_kpps": 1.5,
-        "nic_rcvbuf_drop_percent": 25.0, "net_rx_squeezes": 28}
+        "nic_rcvbuf_drop_percent": 25.0, "nic_unbound_percent": 20.0,
+        "net_rx_squeezes": 28}
     assert results.measured_seconds(tmp_path) == 10.0
     # no NIC, no UDP sent, no disk: no metrics
     (tmp_path / "net-after").write_text(_net(20.0, 0, 0, 0, 2).replace(
