@@ -411,7 +411,7 @@ def parse_args(argv):
                         help="report folder, instead of reports/<date>-<name>")
         return sp
 
-    def with_runner(sp):
+    def with_comparison(sp):
         """The options of the commands that write a comparison (run,
         compare): what boots the guests, and which bases to compare with."""
         sp.add_argument("--base", default="",
@@ -435,7 +435,7 @@ def parse_args(argv):
     r.add_argument("--jobs", type=positive, default=os.cpu_count() or 1,
                    help="guests run at once (default: the host's cores, "
                    "%(default)s)")
-    with_runner(r)
+    with_comparison(r)
     for n in runners.names():
         if hasattr(runners.module(n), "add_arguments"):
             runners.module(n).add_arguments(r.add_argument_group(
@@ -464,7 +464,7 @@ def parse_args(argv):
 
     c = with_matrix(sub.add_parser(
         "compare", help="write the report from existing results only"))
-    with_runner(c)
+    with_comparison(c)
     c.set_defaults(func=cmd_compare)
     f = with_matrix(sub.add_parser(
         "fidelity", help="measure the noise floor under emulation settings",
