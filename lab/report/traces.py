@@ -193,14 +193,21 @@ HANDLER_MIN_US = 100
 ACCOUNT_MIN_PERCENT = 0.5
 
 
+def _traced_cells(t: dict, variants: list, scen: str, part: str,
+                  count: str) -> list:
+    """[(variant, its cell's mean_accounting())] of one scenario, for the
+    variants whose traced boots counted any of `part`'s `count`."""
+    return [(v, t[f"{scen}/{v}"]["softirqs"]) for v in variants
+            if t.get(f"{scen}/{v}", {}).get("softirqs", {}).get(
+                part, {}).get(count)]
+
+
 def net_rx_ends_table(t: dict, variants: list, scenarios: list) -> list:
     """report.md's tables of how NET_RX runs ended, per scenario where
     a traced boot ran any: counts over the cell's traced boots."""
     out = []
     for scen in scenarios:
-        rows = [(v, t[f"{scen}/{v}"]["softirqs"]) for v in variants
-                if t.get(f"{scen}/{v}", {}).get("softirqs", {}).get(
-                    "net_rx_ends", {}).get("runs")]
+        rows = _traced_cells(t, variants, scen, "net_rx_ends", "runs")
         if not rows:
             continue
         out += [f"{scen}:", "", "| variant | boots | NET_RX runs | " +
@@ -221,9 +228,7 @@ def napi_polls_table(t: dict, variants: list, scenarios: list) -> list:
     more than one CPU: counts over the cell's traced boots."""
     out = []
     for scen in scenarios:
-        rows = [(v, t[f"{scen}/{v}"]["softirqs"]) for v in variants
-                if t.get(f"{scen}/{v}", {}).get("softirqs", {}).get(
-                    "napi_polls", {}).get("polls")]
+        rows = _traced_cells(t, variants, scen, "napi_polls", "polls")
         if not any(a["napi_polls"]["in_threads"] or
                    len(a["napi_polls"]["cpus"]) > 1 for _, a in rows):
             continue
