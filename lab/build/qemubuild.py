@@ -18,17 +18,19 @@ import time
 from functools import partial
 from pathlib import Path
 
-from ..base import paths
+from ..base import arches, paths
 from .kernel import check_disk, locked
 from . import step
 from ..base.log import LabError, fmt_seconds, info
 
 PATCHES_DIR = paths.REPO / "common" / "qemu"
-PACKAGE = "qemu-system-x86"
-BINARY = "qemu-system-x86_64"
-# Only what the lab's guests use: x86-64, virtio, 9p, user networking.
-# The firmware comes from Debian's packages, as for the system's QEMU.
-CONFIGURE = ["--target-list=x86_64-softmmu", "--enable-virtfs",
+# The x86-64 guest's, which the lab's QEMU package replaces (qemudeb.py).
+PACKAGE = arches.X86_64.qemu_package
+BINARY = arches.X86_64.qemu_binary
+# Only what the lab's guests use: the guest's target, virtio, 9p, user
+# networking.  The firmware comes from Debian's packages, as for the
+# system's QEMU (an arm64 guest boots its kernel directly and needs none).
+CONFIGURE = ["--target-list={target}", "--enable-virtfs",
              "--enable-slirp", "--disable-docs", "--disable-tools",
              "--disable-guest-agent", "--disable-gtk", "--disable-sdl",
              "--disable-vnc", "--disable-opengl", "--disable-spice",
@@ -56,20 +58,26 @@ def patches(count: int = None) -> list:
     return sorted(PATCHES_DIR.glob("*.patch"))[:count]
 
 
-def installed_source() -> tuple:
-    """(source package, source version) of the installed QEMU."""
+def installed_source(arch=arches.X86_64) -> tuple:
+    """(source package, source version) of the installed QEMU for the
+    guest architecture `arch`."""
     r = subprocess.run(["dpkg-query", "-W", "-f",
-                        "${source:Package} ${source:Version}", PACKAGE],
-                       capture_output=True, text=True)
+                        "${source:Package} ${source:Version}",
+                        arch.qemu_package], capture_output=True, text=True)
     if r.returncode != 0 or not r.stdout.strip():
-        raise LabError(f"{PACKAGE} is not installed: `make deps` installs "
-                       f"it")
+        raise LabError(f"{arch.qemu_package} is not installed: `make deps` "
+                       f"installs it")
     name, version = r.stdout.split()
     return name, version
 
 
-def build_key(version: str, count: int = None) -> str:
-    h = hashlib.sha256(f"{version}\n{' '.join(CONFIGURE)}\n".encode())
+def configure_options(arch=arches.X86_64) -> list:
+    return [o.format(target=arch.qemu_target) for o in CONFIGURE]
+
+
+def build_key(version: str, count: int = None, arch=arches.X86_64) -> str:
+    h = hashlib.sha256(
+        f"{version}\n{' '.join(configure_options(arch))}\n".encode())
     for p in patches(count):
         h.update(p.name.encode() + p.read_bytes())
     return h.hexdigest()
@@ -79,45 +87,46 @@ def folder(key: str) -> Path:
     return paths.cache_dir() / "qemu" / key[:16]
 
 
-def provenance(count: int = None) -> dict:
+def provenance(count: int = None, arch=arches.X86_64) -> dict:
     """What the lab's QEMU is made of (run.json records it)."""
-    name, version = installed_source()
-    key = build_key(version, count)
+    name, version = installed_source(arch)
+    key = build_key(version, count, arch)
     return {"source": f"{name} {version} (Debian)",
             "patches": [p.name for p in patches(count)], "build": key[:16],
-            "binary": str(folder(key) / BINARY)}
+            "binary": str(folder(key) / arch.qemu_binary)}
 
 
-def ensure(count: int = None) -> Path:
-    """Build the lab's QEMU (with the first `count` patches, None: all)
-    unless the cache has it; return the binary."""
-    name, version = installed_source()
-    key = build_key(version, count)
+def ensure(count: int = None, arch=arches.X86_64) -> Path:
+    """Build the lab's QEMU for guests of `arch` (with the first `count`
+    patches, None: all) unless the cache has it; return the binary."""
+    name, version = installed_source(arch)
+    key = build_key(version, count, arch)
     out = folder(key)
-    if (out / BINARY).is_file():
-        return out / BINARY
+    binary = arch.qemu_binary
+    if (out / binary).is_file():
+        return out / binary
     with locked(f"qemu-{key[:16]}"):
-        if (out / BINARY).is_file():        # built while we waited
-            return out / BINARY
+        if (out / binary).is_file():        # built while we waited
+            return out / binary
         check_disk(paths.cache_dir(), NEEDED_GB, "the QEMU build")
         started = time.monotonic()
-        info(f"QEMU: building {name} {version} with "
+        info(f"QEMU: building {binary} of {name} {version} with "
              f"{len(patches(count))} lab patches (once, about 5 min)")
         work = out.with_name(out.name + ".work")
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
         tree = _unpacked(name, version, work)
         _apply_patches(tree, patches(count))
-        _compile(tree, work / "build")
+        _compile(tree, work / "build", arch)
         out.mkdir(parents=True, exist_ok=True)
         # under a temporary name: a copy cut short is never taken as built
-        shutil.copy2(work / "build" / BINARY, out / (BINARY + ".tmp"))
-        os.replace(out / (BINARY + ".tmp"), out / BINARY)
+        shutil.copy2(work / "build" / binary, out / (binary + ".tmp"))
+        os.replace(out / (binary + ".tmp"), out / binary)
         (out / "provenance.json").write_text(
-            json.dumps(provenance(count), indent=1))
+            json.dumps(provenance(count, arch), indent=1))
         shutil.rmtree(work, ignore_errors=True)
         info(f"QEMU: built in {fmt_seconds(time.monotonic() - started)}")
-    return out / BINARY
+    return out / binary
 
 
 _run = partial(step.run, prefix="QEMU build: ")
@@ -166,11 +175,11 @@ def _apply_patches(tree: Path, chosen: list) -> None:
                                        [-10:]))
 
 
-def _compile(tree: Path, build: Path) -> None:
+def _compile(tree: Path, build: Path, arch) -> None:
     build.mkdir()
-    _run([str(tree / "configure"), *CONFIGURE], build,
+    _run([str(tree / "configure"), *configure_options(arch)], build,
          "configure (missing -dev packages? `make deps`)",
          build.parent / "configure.log")
     jobs = str(os.cpu_count() or 1)
-    _run(["nice", "ninja", "-j", jobs, BINARY], build, "ninja",
+    _run(["nice", "ninja", "-j", jobs, arch.qemu_binary], build, "ninja",
          build.parent / "ninja.log")

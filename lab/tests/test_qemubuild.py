@@ -4,7 +4,7 @@ import pytest
 
 from lab.run import accelerator, qemu, runfolder, settings
 from lab.build import qemubuild, qemudeb
-from lab.base import store
+from lab.base import arches, store
 from lab.base.log import LabError
 
 SLICED = settings.select("icount-3-slice20")[0]
@@ -14,7 +14,7 @@ def test_the_sliced_setting_asks_for_the_lab_qemu_and_records_it():
     accel = SLICED.to_accel()
     assert accel.args[:2] == ["-accel", "tcg,icount-slice=20000"]
     assert accel.emulator["patches"] == [p.name for p in qemubuild.patches()]
-    assert len(accel.emulator["patches"]) == 3
+    assert len(accel.emulator["patches"]) == 4
     assert accel.emulator["source"].startswith("qemu ")
     assert accel.as_dict()["emulator"] == accel.emulator
     assert "the lab's QEMU" in accel.summary()
@@ -26,16 +26,23 @@ def test_the_binary_is_lab_qemu_for_its_settings_unless_lab_qemu_is_set(
         monkeypatch, tmp_path):
     monkeypatch.delenv("LAB_QEMU", raising=False)
     monkeypatch.setattr(qemubuild, "ensure",
-                        lambda count=None: tmp_path / f"q{count}")
+                        lambda count=None, arch=arches.X86_64:
+                        tmp_path / f"{arch.qemu_binary}-q{count}")
     assert qemu.qemu_binary(SLICED.to_accel()) == \
-        str(tmp_path / f"q{len(qemubuild.patches())}")
+        str(tmp_path / f"qemu-system-x86_64-q{len(qemubuild.patches())}")
+    # an arm64 guest's is the lab's build for its target
+    assert qemu.qemu_binary(SLICED.to_accel(), arches.ARM64) == \
+        str(tmp_path / f"qemu-system-aarch64-q{len(qemubuild.patches())}")
     # the build without the patches is its own binary
     unpatched = settings.select("icount-3-labbuild")[0].to_accel()
-    assert qemu.qemu_binary(unpatched) == str(tmp_path / "q0")
+    assert qemu.qemu_binary(unpatched) == \
+        str(tmp_path / "qemu-system-x86_64-q0")
     monkeypatch.setattr(qemudeb, "debian_binary", lambda: "/debians")
     assert qemu.qemu_binary(qemu.Accel("tcg", "x")) == "/debians"
     monkeypatch.setenv("LAB_QEMU", "/opt/q")
     assert qemu.qemu_binary(SLICED.to_accel()) == "/opt/q"
+    # LAB_QEMU is an x86 binary: an arm64 guest keeps the lab's
+    assert qemu.qemu_binary(SLICED.to_accel(), arches.ARM64) != "/opt/q"
 
 
 def test_a_run_made_by_another_qemu_build_is_redone(tmp_path):
