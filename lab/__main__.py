@@ -90,6 +90,7 @@ def _matrix(args) -> tuple:
 def cmd_run(args) -> int:
     chosen, scens, named = _matrix(args)
     guestbuild.check_background(scens)
+    matrix.check_arches(chosen, scens)
     root = Path(args.results) if args.results else \
         matrix.results_root(args.runner)
     names, scen_names = [v.name for v in chosen], [s.name for s in scens]

@@ -7,14 +7,18 @@ set -eu
 # The second and third lines build the lab's QEMU (lab/build/qemubuild.py) from
 # Debian's; the fourth rtla (lab/build/rtlabuild.py).  dwarves (pahole)
 # builds the test module against Debian's packaged 6.12 headers, which
-# ask BTF of modules (variants/debian-rt-6.12/).
+# ask BTF of modules (variants/debian-rt-6.12/).  The last line is the
+# arm64 guest's (lab/docs/arm64.md): its cross compiler, its QEMU's
+# package (whose source the lab's qemu-system-aarch64 is built from) and
+# fdtput, which writes the CPU capacities into its device tree.
 PACKAGES="linux-source-6.1 gcc make libc6-dev libelf-dev libssl-dev bc flex
 dpkg-dev patch meson ninja-build libglib2.0-dev libpixman-1-dev libfdt-dev
 libcap-ng-dev libattr1-dev libslirp-dev
 linux-source-6.12 libtracefs-dev libtraceevent-dev pkg-config
 bison cpio xz-utils git perl ccache qemu-system-x86 busybox-static rt-tests
 stress-ng iperf3 trace-cmd sysstat dwarves b4 python3 python3-numpy python3-scipy python3-matplotlib
-python3-pytest python3-pytest-xdist python3-hypothesis $*"
+python3-pytest python3-pytest-xdist python3-hypothesis
+gcc-aarch64-linux-gnu qemu-system-arm device-tree-compiler $*"
 
 missing=""
 for p in $PACKAGES; do

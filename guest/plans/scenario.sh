@@ -10,7 +10,9 @@
 # give each boot its own phase between the periodic loads,
 # lab/run/scenario.py), SETUP (the variant's setup.sh, run first:
 # guest/bin/lab-setup), SOFTIRQ_RATES (seconds between samples of each
-# CPU's softirq rates through the measurement).
+# CPU's softirq rates through the measurement), CAPACITIES (each CPU's
+# capacity as the kernel must have it: guest/bin/lab-capacities), SYSCTL
+# (name=value settings made before any load).
 # Writes into $LAB: cyclictest.json (with histograms), cyclictest.out
 # (every sample, -v), cyclictest-start.txt, affinity.txt,
 # softirqs-before/after, ksoftirqd-before/after, net-before/after (the
@@ -47,6 +49,13 @@ EVENTS="-e irq:softirq_raise -e irq:softirq_entry -e irq:softirq_exit
 # (lab/analyse/trace.py net_rx_ends), where the kernel has the event
 [ ! -d /sys/kernel/tracing/events/napi/napi_poll ] ||
 	EVENTS="$EVENTS -e napi:napi_poll"
+# the events this kernel has: irq_vectors is x86's alone
+have=""
+for e in $EVENTS; do
+	[ "$e" = -e ] || [ ! -d "/sys/kernel/tracing/events/${e%%:*}/${e#*:}" ] ||
+		have="$have -e $e"
+done
+EVENTS=$have
 
 # The end of a phase, in guest seconds since boot: run.json's phases_s.
 mark() {
@@ -83,6 +92,10 @@ net_counters() {
 	[ ! -f /sys/block/vda/stat ] || sed 's/^/disk vda /' /sys/block/vda/stat
 }
 
+[ -z "${CAPACITIES:-}" ] || lab-capacities $CAPACITIES > "$LAB/capacities"
+for s in ${SYSCTL:-}; do
+	sysctl -w "$s" >> "$LAB/sysctl.txt"
+done
 SETUP=${SETUP:-} lab-setup
 if [ "$DISK" != 0 ]; then
 	mke2fs -q /dev/vda

@@ -6,7 +6,7 @@ lab/report/plots.py draw from what this returns, lab/report/publish.py writes
 the report.
 """
 import dataclasses
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 from ..base import metrics, predictions, stats, unresolved
@@ -86,7 +86,8 @@ def cost_values(r: dict) -> dict:
 
 
 def probe_summary(rs: list):
-    """Probe figures over the cell's valid samples, or None."""
+    """Probe figures over the cell's valid samples, or None; on CPUs of
+    different sizes, where the RT task woke by capacity class."""
     probes = [r["probe"] for r in rs if r.get("probe")
               and probe_valid(r["probe"]["summary"])]
     every = [x for p in probes for x in p["samples"]]
@@ -94,11 +95,51 @@ def probe_summary(rs: list):
     if not valid:
         return None
     lat = sorted(x["latency_us"] for x in valid)
-    return {"samples": len(every), "valid": len(valid),
-            "median_us": lat[len(lat) // 2],
-            "p99_us": lat[min(len(lat) - 1, int(0.99 * len(lat)))],
-            "moved": sum(x["cpu"] != x["prev_cpu"] for x in valid)
-            / len(valid)}
+    out = {"samples": len(every), "valid": len(valid),
+           "median_us": lat[len(lat) // 2],
+           "p99_us": lat[min(len(lat) - 1, int(0.99 * len(lat)))],
+           "moved": sum(x["cpu"] != x["prev_cpu"] for x in valid)
+           / len(valid)}
+    env = rs[0].get("plan_env", {})
+    if env.get("CAPACITIES"):
+        out["placement"] = placement(valid, env)
+    return out
+
+
+# RT tasks' utilization clamp where no sysctl sets it: the kernel's
+# default, sysctl_sched_uclamp_util_min_rt_default (kernel/sched/core.c)
+RT_CLAMP_DEFAULT = 1024
+RT_CLAMP_SYSCTL = "kernel.sched_util_clamp_min_rt_default"
+
+
+def capacity_classes(capacities: list) -> dict:
+    """{capacity: class name}: little and big, and middle between where
+    there are three sizes (more: by rank)."""
+    sizes = sorted(set(capacities))
+    names = {1: ["big"], 2: ["little", "big"],
+             3: ["little", "middle", "big"]}.get(
+        len(sizes), [f"size{k + 1}" for k in range(len(sizes))])
+    return dict(zip(sizes, names))
+
+
+def placement(samples: list, env: dict) -> dict:
+    """Where the probe's RT task woke, on CPUs of different sizes: the
+    share of wake-ups per capacity class, and on a CPU smaller than the
+    task's clamp asks (a CPU rt_task_fits_capacity() says it does not
+    fit)."""
+    caps = [int(c) for c in env["CAPACITIES"].split()]
+    clamp = RT_CLAMP_DEFAULT
+    for setting in env.get("SYSCTL", "").split():
+        name, _, value = setting.partition("=")
+        if name == RT_CLAMP_SYSCTL:
+            clamp = int(value)
+    classes = capacity_classes(caps)
+    on = Counter(classes[caps[x["cpu"]]] for x in samples)
+    return {"rt_clamp": clamp,
+            "share": {name: on[name] / len(samples)
+                      for name in classes.values()},
+            "too_small": sum(caps[x["cpu"]] < clamp for x in samples)
+            / len(samples)}
 
 
 def analyse(runs: list, traces: dict = None, predicted: dict = None,
@@ -132,15 +173,21 @@ def analyse(runs: list, traces: dict = None, predicted: dict = None,
                                             bases[v], v != bases[v], v))
     scenarios = sorted({r["scenario"] for r in runs},
                        key=lambda s: (s != "idle", s))
-    size = {r["scenario"]: r.get("cpus", 2) for r in runs}
+    # a guest's shape: its CPUs and their sizes (capacities, on arm64)
+    size = {r["scenario"]: (r.get("cpus", 2),
+                            r.get("plan_env", {}).get("CAPACITIES", ""))
+            for r in runs}
 
     def null(scen: str) -> dict:
-        """The null control of scen's guest size: {its name: p99s}."""
+        """The null control of scen's guest shape, on the base of the
+        guest's first generation (baseline, or baseline-arm64):
+        {its name: p99s}."""
         found = defaultdict(list)
         for r in ok:
             if is_null_control(r["scenario"]) and \
                     size[r["scenario"]] == size[scen] and \
-                    r["variant"] == "baseline" and r["affinity"]["as_asked"]:
+                    r["variant"] in NULL_CONTROL_KERNELS and \
+                    r["affinity"]["as_asked"]:
                 found[r["scenario"]].append(r["boot_values"]["p99"])
         return dict(found)
     out = {"variants": variants, "bases": bases, "scenarios": scenarios,
@@ -474,6 +521,9 @@ NULL_LIMIT_US = 1000
 
 
 NULL_CONTROL = "null-hog"
+# whose null-control runs judge a guest shape: the first generation's
+# base on each architecture
+NULL_CONTROL_KERNELS = ("baseline", "baseline-arm64")
 
 
 def is_null_control(scen: str) -> bool:

@@ -4,6 +4,8 @@ optionally `variant.conf` (what it is built from and how it boots) and
 
     # variant.conf: every key optional
     source  = 6.1          packaged source generation: linux-source-<source>
+    arch    = arm64        the guest's architecture (lab/base/arches.py;
+                           x86_64 if not set)
     append  = threadirqs   kernel parameters this variant boots with
     role    = proposal     or reference (what upstream or -rt did), or
                            control: its base's kernel and command line
@@ -25,8 +27,8 @@ optionally `variant.conf` (what it is built from and how it boots) and
                            that version's .deb files, for a version
                            Debian's archive no longer has
     default = yes          in the default matrix (`make lab` without VARIANTS)
-    base    = baseline     the variant of the same source this one is
-                           compared with; a base names itself
+    base    = baseline     the variant of the same source and arch this
+                           one is compared with; a base names itself
     message_id = <...>     the posted series it comes from (`lab variant
     subject = [PATCH ...]  add` writes both; `lab mail` replies to it)
     checkpatch_ignore = AVOID_BUG
@@ -44,19 +46,20 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import kconfig, paths
+from . import arches, kconfig, paths
 from .log import LabError, warn
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9.+_-]*$")
 REQUIRED = ("series", "config", "README.md")
 CONF = "variant.conf"
 SETUP = "setup.sh"
-CONF_DEFAULTS = {"source": "6.1", "append": "", "role": "proposal",
+CONF_DEFAULTS = {"source": "6.1", "arch": arches.DEFAULT, "append": "", "role": "proposal",
                  "kernel": "", "package": "", "package_version": "",
                  "package_debs": "", "default": "yes", "base": "baseline",
                  "message_id": "", "subject": "", "checkpatch_ignore": "",
                  "handler_scale": ""}
 CONF_CHOICES = {"role": ("proposal", "reference", "control"),
+                "arch": tuple(arches.ARCHES),
                 "default": ("yes", "no")}
 SOURCE_RE = re.compile(r"^\d+\.\d+$")
 # the test module's parameters that are a handler's length, in us
@@ -87,6 +90,11 @@ class Variant:
     def source(self) -> str:
         """The source generation, e.g. "6.1"."""
         return self.get("source")
+
+    @property
+    def arch(self) -> arches.Arch:
+        """The guest architecture its kernel is built for and boots on."""
+        return arches.get(self.get("arch"))
 
     @property
     def tarball(self) -> Path:
@@ -174,6 +182,8 @@ class Variant:
         set-up script only where there is one, so that other variants'
         records stay as they were."""
         out = dict(self.conf, name=self.name)
+        if out["arch"] == arches.DEFAULT:
+            del out["arch"]     # x86 records stay as they were
         if self.setup:
             out["setup"] = self.setup
         return out
@@ -193,7 +203,10 @@ class Variant:
         h = hashlib.sha256()
         for part in (recipe, source_digest, self.name):
             h.update(part.encode() + b"\0")
-        for f in (paths.COMMON_CONFIG, self.config, *self.patches):
+        fragments = [paths.COMMON_CONFIG]
+        if self.arch.config:
+            fragments.append(self.arch.config)
+        for f in (*fragments, self.config, *self.patches):
             h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
         return h.hexdigest()
 
@@ -315,8 +328,9 @@ def parse_conf(folder: Path) -> tuple:
 
 
 def _check_base(folder: Path, conf: dict, path: Path):
-    """A variant is compared with a base of its own source generation,
-    and a base is its own base (no chains to follow)."""
+    """A variant is compared with a base of its own source generation
+    and architecture, and a base is its own base (no chains to
+    follow)."""
     base = conf["base"]
     if base == folder.name:
         return
@@ -336,18 +350,25 @@ def _check_base(folder: Path, conf: dict, path: Path):
                        f"{theirs['source']}, this variant from "
                        f"{conf['source']}: a base must be of the same "
                        f"source generation")
+    if theirs["arch"] != conf["arch"]:
+        raise LabError(f"{path}: base = {base!r} boots on {theirs['arch']}, "
+                       f"this variant on {conf['arch']}: a base must be of "
+                       f"the same architecture")
 
 
-def generation_base(source: str, root: Path = None) -> str:
-    """The base of a source generation: its variant that is its own
-    base (baseline for 6.1, mainline-6.12 for 6.12)."""
+def generation_base(source: str, root: Path = None,
+                    arch: str = arches.DEFAULT) -> str:
+    """The base of a source generation on an architecture: its variant
+    that is its own base (baseline for 6.1, mainline-6.12 for 6.12)."""
     root = root or paths.VARIANTS_DIR
     for folder in sorted(d for d in root.iterdir() if d.is_dir()):
         conf = dict(CONF_DEFAULTS, **_read_conf_keys(folder / CONF))
-        if conf["source"] == source and conf["base"] == folder.name:
+        if conf["source"] == source and conf["base"] == folder.name \
+                and conf["arch"] == arch:
             return folder.name
     raise LabError(f"no variant in {root} is the base of source {source} "
-                   f"(a variant of that source with base = its own name)")
+                   f"on {arch} (a variant of that source with base = its "
+                   f"own name)")
 
 
 def _read_conf_keys(path: Path) -> dict:

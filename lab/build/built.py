@@ -12,7 +12,12 @@ class Built:
 
     @property
     def image(self) -> Path:
-        return self.folder / "bzImage"
+        return self.folder / self.meta.get("image", "bzImage")
+
+    @property
+    def arch(self) -> str:
+        """The architecture it was built for (lab/base/arches.py)."""
+        return self.meta.get("arch", "x86_64")
 
     @property
     def tree(self) -> Path:

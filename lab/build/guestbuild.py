@@ -19,14 +19,18 @@ from pathlib import Path
 
 from . import kernel, initramfs, packaged, rtlabuild
 from .built import Built
-from ..base import paths
+from ..base import arches, paths
 from ..base.log import LabError, info
 
 MODULE_SRC = paths.GUEST_DIR / "softirq_load"
 MODULE_NAME = "softirq_load.ko"
 # userspace programs: the folder under guest/ and the binary it makes
 PROGRAMS = {"probe": "softirq_probe", "udpsink": "udpsink",
-            "blkbatch": "blkbatch", "flagcheck": "flagcheck"}
+            "blkbatch": "blkbatch", "flagcheck": "flagcheck",
+            "cpuspeed": "cpuspeed"}
+# the x86 guest's alone: flagcheck tests x86's cmpxchg16b flags, and rtla
+# is built against the host's libraries
+X86_ONLY = {"flagcheck"}
 
 
 def source_hash(folder: Path) -> str:
@@ -71,6 +75,7 @@ def module(variant, built: Built) -> Path:
     """softirq_load.ko built against one variant's kernel (the kernel's
     own variant, for one that boots another's)."""
     variant = variant.kernel_variant()
+    arch = variant.arch
     key = source_hash(MODULE_SRC)[:12] + "-" + built.meta["hash"][:12]
     dest = paths.cache_dir() / "modules" / variant.name / key
     if (dest / MODULE_NAME).is_file():
@@ -87,18 +92,30 @@ def module(variant, built: Built) -> Path:
         return _build_in_copy(
             MODULE_SRC, dest,
             lambda tmp: ["make", "-C", str(built.tree), f"O={built.objdir}",
-                         f"ARCH={kernel.ARCH}", "LOCALVERSION=", f"M={tmp}",
-                         "modules"],
+                         *kernel.make_args(arch), "LOCALVERSION=",
+                         f"M={tmp}", "modules"],
             MODULE_NAME, f"{MODULE_NAME} for variant {variant.name}")
 
 
-def program(folder: str) -> Path:
+def program(folder: str, arch=arches.X86_64) -> Path:
     """A userspace program of guest/<folder> (the same for every
-    variant)."""
+    variant of an architecture), static, cross-compiled for another."""
     src, name = paths.GUEST_DIR / folder, PROGRAMS[folder]
     dest = paths.cache_dir() / folder / source_hash(src)[:16]
-    return _build_in_copy(src, dest, lambda tmp: ["make", "-C", str(tmp)],
-                          name, name)
+    command = ["make"]
+    if arch is not arches.X86_64:
+        dest = dest.with_name(f"{dest.name}-{arch.name}")
+        kernel.make_args(arch)          # its compiler is there, or says so
+        command.append(f"CC={arch.cross_compile}gcc")
+    return _build_in_copy(src, dest, lambda tmp: [*command, "-C", str(tmp)],
+                          name, f"{name} ({arch.name})")
+
+
+def programs(arch=arches.X86_64) -> dict:
+    """{folder: binary name} of the lab's programs a guest of `arch`
+    has."""
+    return {folder: name for folder, name in PROGRAMS.items()
+            if arch is arches.X86_64 or folder not in X86_ONLY}
 
 
 def bare_initrd(built: Built) -> Path:
@@ -107,22 +124,26 @@ def bare_initrd(built: Built) -> Path:
     if built.packaged:
         return initramfs.build(extra=packaged.drivers(built),
                                name=f"bare-{built.meta['release']}")
-    return initramfs.build()
+    arch = arches.get(built.arch)
+    return initramfs.build(name=f"base-{arch.name}" if arch is not
+                           arches.X86_64 else "base", arch=arch)
 
 
 def initrd(variant, built: Built) -> Path:
     """The variant's initramfs: the common guest plus its module, the
     programs, and rtla with its libraries."""
-    rtla = rtlabuild.ensure()
-    extra = {"lib/modules/" + MODULE_NAME: module(variant, built),
-             "usr/bin/rtla": rtla}
-    extra.update({"usr/bin/" + name: program(folder)
-                  for folder, name in PROGRAMS.items()})
-    extra.update({lib.lstrip("/"): Path(lib)
-                  for lib in initramfs.shared_libraries(str(rtla))})
+    arch = variant.kernel_variant().arch
+    extra = {"lib/modules/" + MODULE_NAME: module(variant, built)}
+    extra.update({"usr/bin/" + name: program(folder, arch)
+                  for folder, name in programs(arch).items()})
+    if arch is arches.X86_64:
+        rtla = rtlabuild.ensure()
+        extra["usr/bin/rtla"] = rtla
+        extra.update({lib.lstrip("/"): Path(lib)
+                      for lib in initramfs.shared_libraries(str(rtla))})
     if built.packaged:
         extra.update(packaged.drivers(built))
-    return initramfs.build(extra=extra, name=variant.name)
+    return initramfs.build(extra=extra, name=variant.name, arch=arch)
 
 
 # Shell words that are not programs, and the words after which a

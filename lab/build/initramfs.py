@@ -3,7 +3,8 @@
 Programs come from the host's Debian packages (busybox-static, rt-tests,
 stress-ng, iperf3, trace-cmd, chrt, mpstat) with the shared libraries ldd names for
 them, so the guest runs exactly the versions a kernel developer on
-Debian 12 runs.  The archive is made with cpio (newc) and cached by
+Debian 12 runs; a guest of another architecture (arm64) gets the same
+packages of its own architecture (lab/build/debs.py).  The archive is made with cpio (newc) and cached by
 the content of everything in it.
 """
 import hashlib
@@ -12,8 +13,9 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from ..base import paths
+from ..base import arches, paths
 from ..base.log import LabError
+from . import debs
 
 # (host path, Debian package that ships it)
 PROGRAMS = [
@@ -28,7 +30,7 @@ PROGRAMS = [
 # Libraries glibc opens at run time, which ldd cannot name: libgcc_s
 # unwinds a thread in pthread_exit() (rtla's threads end that way on 6.12
 # kernels: "libgcc_s.so.1 must be installed for pthread_exit to work").
-RUNTIME_LIBRARIES = [("/lib/x86_64-linux-gnu/libgcc_s.so.1", "libgcc-s1")]
+RUNTIME_LIBRARIES = [("/lib/{triplet}/libgcc_s.so.1", "libgcc-s1")]
 # The lab's own guest scripts (load generators that report metrics).
 GUEST_BIN = paths.GUEST_DIR / "bin"
 DIRS = ["bin", "usr/bin", "proc", "sys", "dev", "tmp", "lab", "root",
@@ -54,11 +56,15 @@ def shared_libraries(binary: str) -> list:
     return libs
 
 
-def contents(extra: dict = None) -> dict:
+def contents(extra: dict = None, arch=arches.X86_64) -> dict:
     """Guest path -> host file, for everything the archive holds."""
     files = {"init": paths.GUEST_DIR / "init"}
     for script in sorted(GUEST_BIN.iterdir()):
         files["usr/bin/" + script.name] = script
+    if arch is not arches.X86_64:
+        files.update(foreign_programs(arch))
+        files.update(extra or {})
+        return files
     for prog, package in PROGRAMS:
         if not Path(prog).is_file():
             raise LabError(f"{prog} not found: install Debian package "
@@ -67,6 +73,7 @@ def contents(extra: dict = None) -> dict:
         for lib in shared_libraries(prog):
             files[lib.lstrip("/")] = Path(lib)
     for lib, package in RUNTIME_LIBRARIES:
+        lib = lib.format(triplet=arch.triplet)
         if not Path(lib).is_file():
             raise LabError(f"{lib} not found: install Debian package "
                            f"{package} (`make deps`)")
@@ -75,9 +82,27 @@ def contents(extra: dict = None) -> dict:
     return files
 
 
-def build(extra: dict = None, name: str = "base") -> Path:
-    """Return a cached initramfs holding contents(extra)."""
-    files = contents(extra)
+def foreign_programs(arch) -> dict:
+    """PROGRAMS and RUNTIME_LIBRARIES from Debian's packages of `arch`,
+    with the libraries they need: {guest path: host file}."""
+    wanted = PROGRAMS + RUNTIME_LIBRARIES
+    root = debs.unpacked(arch, sorted({package for _, package in wanted}))
+    files = {}
+    for prog, _ in PROGRAMS:
+        guest = prog.lstrip("/")
+        files[guest] = debs.resolve(root, guest)
+        files.update(debs.needed_libraries(root, files[guest], arch))
+    for lib, _ in RUNTIME_LIBRARIES:
+        guest = lib.format(triplet=arch.triplet).lstrip("/")
+        files[guest] = debs.resolve(root, guest)
+    return files
+
+
+def build(extra: dict = None, name: str = "base",
+          arch=arches.X86_64) -> Path:
+    """Return a cached initramfs holding contents(extra) for a guest of
+    `arch`."""
+    files = contents(extra, arch)
     h = hashlib.sha256()
     for guest_path in sorted(files):
         h.update(guest_path.encode() + b"\0")

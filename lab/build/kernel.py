@@ -20,17 +20,18 @@ import subprocess
 import time
 from pathlib import Path
 
-from ..base import kconfig, paths, store
+from ..base import arches, kconfig, paths, store
 from . import packaged, source
 from .built import Built
 from ..base.log import LabError, fmt_seconds, info, warn
 from ..base.variants import Variant
 
-# Bump when the way a kernel is made changes (not what it is made from).
-RECIPE = "allnoconfig+common/variant-merged/x86_64/v4-shared-tree"
+# The x86 guest's (each architecture's: lab/base/arches.py).  Bump an
+# architecture's recipe when the way a kernel is made changes (not what
+# it is made from).
+RECIPE = arches.X86_64.recipe
+IMAGE = arches.X86_64.image
 COMMON_DOTCONFIG = "lab.common.config"
-ARCH = "x86_64"
-IMAGE = "arch/x86/boot/bzImage"
 
 
 # A cold variant: a 1.5 GB worktree and 0.25 GB of objects, with margin.
@@ -153,17 +154,29 @@ def ensure_tree(variant: Variant, built: "Built") -> None:
                  f"variant {variant.name}")
 
 
-def _make(tree: Path, objdir: Path, *targets: str, log=None,
-          progress=None) -> None:
+def make_args(arch: arches.Arch) -> list:
+    """make's variables for a build for `arch`: its ARCH, and its cross
+    compiler where it is not the host's."""
+    if arch.cross_compile and not shutil.which(arch.cross_compile + "gcc"):
+        raise LabError(f"{arch.cross_compile}gcc not found: install Debian "
+                       f"package {arch.cross_package} (`make deps`)")
+    return [f"ARCH={arch.name}"] + (
+        [f"CROSS_COMPILE={arch.cross_compile}"] if arch.cross_compile
+        else [])
+
+
+def _make(tree: Path, objdir: Path, arch: arches.Arch, *targets: str,
+          log=None, progress=None) -> None:
     env = dict(os.environ,
                CCACHE_DIR=str(paths.cache_dir() / "ccache"),
                CCACHE_MAXSIZE="5G",
                KBUILD_BUILD_TIMESTAMP="2000-01-01", KBUILD_BUILD_VERSION="1",
                KBUILD_BUILD_USER="lab", KBUILD_BUILD_HOST="softirq-rt-lab")
-    cc = "ccache gcc" if shutil.which("ccache") else "gcc"
+    gcc = arch.cross_compile + "gcc"
+    cc = f"ccache {gcc}" if shutil.which("ccache") else gcc
     # LOCALVERSION= (set, empty) stops setlocalversion from appending "+"
     # for a git tree; the variant's name comes from CONFIG_LOCALVERSION.
-    cmd = ["make", "-C", str(tree), f"O={objdir}", f"ARCH={ARCH}",
+    cmd = ["make", "-C", str(tree), f"O={objdir}", *make_args(arch),
            "LOCALVERSION=", f"CC={cc}", f"-j{os.cpu_count() or 2}", *targets]
     out = open(log, "a") if log else subprocess.DEVNULL
     try:
@@ -199,7 +212,10 @@ def configure(variant: Variant, tree: Path, objdir: Path, log: Path) -> Path:
     allnoconfig turns them all off: on 6.12, 43 of them, the ACPI PM
     timer, PROC_SYSCTL and VM_EVENT_COUNTERS among them.
     """
+    arch = variant.arch
     common = kconfig.parse_fragment(paths.COMMON_CONFIG)
+    if arch.config:         # the architecture's, over the x86 guest's
+        common += kconfig.parse_fragment(arch.config)
     common += [kconfig.Request("CONFIG_LOCALVERSION", f'"-{variant.name}"',
                                "lab/build/kernel.py (LOCALVERSION)"),
                kconfig.Request("CONFIG_LOCALVERSION_AUTO", "n",
@@ -207,14 +223,14 @@ def configure(variant: Variant, tree: Path, objdir: Path, log: Path) -> Path:
     own = kconfig.parse_fragment(variant.config)
     fragment = objdir / "lab.fragment"
     kconfig.write_fragment(common, fragment)
-    _make(tree, objdir, f"KCONFIG_ALLCONFIG={fragment}", "allnoconfig",
-          log=log)
-    _make(tree, objdir, "olddefconfig", log=log)
+    _make(tree, objdir, arch, f"KCONFIG_ALLCONFIG={fragment}",
+          "allnoconfig", log=log)
+    _make(tree, objdir, arch, "olddefconfig", log=log)
     config = objdir / ".config"
     shutil.copy2(config, objdir / COMMON_DOTCONFIG)
     if own:
-        _merge(tree, objdir, variant.config, log)
-        _make(tree, objdir, "olddefconfig", log=log)
+        _merge(tree, objdir, variant.config, log, arch)
+        _make(tree, objdir, arch, "olddefconfig", log=log)
     requests = {r.option: r for r in common + own}.values()
     bad = kconfig.mismatches(kconfig.read_config(config), requests)
     if bad:
@@ -223,12 +239,15 @@ def configure(variant: Variant, tree: Path, objdir: Path, log: Path) -> Path:
     return config
 
 
-def _merge(tree: Path, objdir: Path, fragment: Path, log: Path) -> None:
+def _merge(tree: Path, objdir: Path, fragment: Path, log: Path,
+           arch: arches.Arch) -> None:
     script = tree / "scripts/kconfig/merge_config.sh"
     cmd = ["sh", str(script), "-m", "-O", str(objdir),
            str(objdir / ".config"), str(fragment.resolve())]
     with open(log, "a") as out:
-        rc = subprocess.run(cmd, cwd=objdir, stdout=out,
+        rc = subprocess.run(cmd, cwd=objdir, env=dict(os.environ,
+                                                      ARCH=arch.name),
+                            stdout=out,
                             stderr=subprocess.STDOUT).returncode
     if rc != 0:
         raise LabError(f"merging {fragment} into the common config failed "
@@ -247,14 +266,15 @@ def cached(variant: Variant, content_hash: str):
         meta = json.loads((folder / "build.json").read_text())
     except (OSError, ValueError):
         return None
-    if meta.get("hash") == content_hash and (folder / "bzImage").is_file():
+    if meta.get("hash") == content_hash and \
+            (folder / meta.get("image", "bzImage")).is_file():
         return Built(variant.name, folder, meta)
     return None
 
 
 def up_to_date(variant: Variant, digest: str, index: int, total: int):
     """The variant's cached kernel, said so, or None."""
-    hit = cached(variant, variant.content_hash(digest, RECIPE))
+    hit = cached(variant, variant.content_hash(digest, variant.arch.recipe))
     if hit:
         info(f"variant {index}/{total} {variant.name}: up to date "
              f"({hit.meta['release']}, {hit.meta['hash'][:12]})")
@@ -362,7 +382,7 @@ def make_variant(variant: Variant, tree: Path, objdir: Path,
     info(f"{label}: compiling " + ("(cold: about 8 minutes on 2 cores)"
                                    if cold else "what changed since the "
                                    "last variant (about a minute)"))
-    _make(tree, objdir, "all", log=log, progress=progress)
+    _make(tree, objdir, variant.arch, "all", log=log, progress=progress)
     mark_tree(tree, content_hash)
     release = (objdir / "include/config/kernel.release").read_text().strip()
     return config, release
@@ -377,9 +397,9 @@ def clean_build(variant: Variant) -> Path:
     """
     repo, digest, _ = source.unpacked_source(variant.tarball,
                                              variant.source)
-    content_hash = variant.content_hash(digest, RECIPE)
+    content_hash = variant.content_hash(digest, variant.arch.recipe)
     objdir = paths.cache_dir() / "obj-clean" / content_hash[:16]
-    if (objdir / IMAGE).is_file():
+    if (objdir / variant.arch.image).is_file():
         return objdir
     check_disk(paths.cache_dir(), NEEDED_GB)
     with locked(repo.name):
@@ -397,7 +417,8 @@ def clean_build(variant: Variant) -> Path:
 
 def _build(variant: Variant, repo: Path, digest: str, version: str,
            index: int, total: int, force: bool) -> Built:
-    content_hash = variant.content_hash(digest, RECIPE)
+    arch = variant.arch
+    content_hash = variant.content_hash(digest, arch.recipe)
     label = f"variant {index}/{total} {variant.name}"
     # built by the process this one waited for
     hit = None if force else up_to_date(variant, digest, index, total)
@@ -407,21 +428,26 @@ def _build(variant: Variant, repo: Path, digest: str, version: str,
     check_disk(paths.cache_dir(), NEEDED_GB)
     started = time.monotonic()
     tree = _worktree(repo)
-    objdir = paths.cache_dir() / "obj" / repo.name
+    # one object folder per architecture; the tree is shared
+    objdir = paths.cache_dir() / "obj" / (
+        repo.name if arch is arches.X86_64 else f"{repo.name}-{arch.name}")
     config, release = make_variant(variant, tree, objdir, content_hash,
                                    label)
     folder = paths.cache_dir() / "kernels" / content_hash[:16]
     tmp = folder.with_name(folder.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    shutil.copy2(objdir / IMAGE, tmp / "bzImage")
+    image = Path(arch.image).name
+    shutil.copy2(objdir / arch.image, tmp / image)
     shutil.copy2(config, tmp / "config")
     # names the addresses of a hung guest's vCPUs (lab/run/hangdump.py)
     shutil.copy2(objdir / "System.map", tmp / "System.map")
     meta = {
         "variant": variant.name,
         "hash": content_hash,
-        "recipe": RECIPE,
+        "recipe": arch.recipe,
+        "arch": arch.name,
+        "image": image,
         "release": release,
         "kernel_version": version,
         "source_tarball_sha256": digest,
@@ -429,7 +455,7 @@ def _build(variant: Variant, repo: Path, digest: str, version: str,
                     for p in variant.patches],
         "config_sha256": store.sha256(config),
         "config_changes": config_changes(objdir),
-        "image_sha256": store.sha256(objdir / IMAGE),
+        "image_sha256": store.sha256(objdir / arch.image),
         "tree": str(tree),
         "objdir": str(objdir),
         "build_seconds": round(time.monotonic() - started, 1),

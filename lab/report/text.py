@@ -580,6 +580,13 @@ def _probe_rows(a: dict, scen: str) -> list:
         out.append(f"  {var:<{n}}median {fmt_us(p['median_us'])}, p99 "
                    f"{fmt_us(p['p99_us'])}, moved {p['moved'] * 100:.0f}% "
                    f"({p['valid']}/{p['samples']})")
+        where = p.get("placement")
+        if where:       # CPUs of different sizes
+            shares = ", ".join(f"{name} {share * 100:.0f}%"
+                               for name, share in where["share"].items())
+            out += _wrap(f"woke on {shares}; on a CPU too small for its "
+                         f"clamp ({where['rt_clamp']}): "
+                         f"{where['too_small'] * 100:.0f}%", " " * (n + 2))
     return out
 
 

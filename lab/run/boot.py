@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..build import guestbuild
 from . import qemu, runfolder
-from ..base import store
+from ..base import arches, store
 from ..build.built import Built
 from ..base.log import LabError
 
@@ -33,10 +33,12 @@ def run_plan(built: Built, plan: Path, run_dir: Path, accel: qemu.Accel,
              timeout: float = 120, cpus: int = qemu.GUEST_CPUS,
              memory_mb: int = qemu.GUEST_MEMORY_MB, extra_args=(),
              initrd: Path = None, env: dict = None, context: dict = None,
-             append: str = "") -> dict:
+             append: str = "", capacities: tuple = ()) -> dict:
     """Boot `built` with `plan`; return run.json's content (also saved).
 
-    `env` becomes shell variables at the top of the guest's plan.sh.
+    `env` becomes shell variables at the top of the guest's plan.sh;
+    `capacities`, each vCPU's (lab/run/capacities.py), for CPUs of
+    different sizes.
     """
     if not plan.is_file():
         raise LabError(f"plan {plan} not found")
@@ -49,7 +51,9 @@ def run_plan(built: Built, plan: Path, run_dir: Path, accel: qemu.Accel,
                            initrd=initrd or guestbuild.bare_initrd(built),
                            share=run_dir, accel=accel, cpus=cpus,
                            memory_mb=memory_mb, append=append,
-                           extra=list(extra_args))
+                           extra=list(extra_args),
+                           arch=arches.get(built.arch),
+                           capacities=tuple(capacities))
     record = runfolder.provenance(built, plan, env, cpus,
                                   qemu.describe(machine), context,
                                   memory_mb=memory_mb)

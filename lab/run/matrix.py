@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..build import kernel, guestbuild
-from ..base import paths
-from . import qemu, runfolder
-from ..base.log import info
+from ..base import arches, paths
+from . import accelerator, qemu, runfolder
+from ..base.log import LabError, info
 from .runners import local
 
 BOOT_OVERHEAD_S = 8           # boot and shutdown, measured: 15-25 s a run
@@ -94,6 +94,33 @@ class Cell:
             f"boot-{self.boot}"
 
 
+def check_arches(variants: list, scenarios: list) -> None:
+    """Refuse, before any build, a scenario whose guest a variant's
+    architecture cannot be (CPUs of different sizes are arm64's)."""
+    for s in scenarios:
+        wrong = [v for v in variants
+                 if s.arch and v.kernel_variant().arch.name != s.arch]
+        if wrong:
+            raise LabError(f"{s.path}: capacities: CPUs of different sizes "
+                           f"run on {s.arch} variants, and "
+                           f"{wrong[0].name} is "
+                           f"{wrong[0].kernel_variant().arch.name} (its "
+                           f"variant.conf arch)")
+
+
+def tcg_for(variants: list):
+    """TCG for a matrix with guests of an architecture not the host's
+    (KVM runs only the host's), else None: the runner chooses."""
+    other = [v for v in variants
+             if v.kernel_variant().arch is not arches.X86_64]
+    if other:
+        return accelerator.tcg(f"{other[0].name} is an "
+                               f"{other[0].kernel_variant().arch.name} "
+                               f"guest: KVM runs only the host's "
+                               f"architecture")
+    return None
+
+
 def plan(variants: list, scenarios: list, boots: int,
          looks: tuple = ()) -> list:
     """The matrix's runs in the order they run: boot-major, so that
@@ -121,6 +148,7 @@ def run(variants: list, scenarios: list, boots: int,
     stopped run resumes at either look: the cells to extend follow from
     the first look's results.
     """
+    check_arches(variants, scenarios)
     runner = runner or local.Local()
     root = root or results_root(runner.name)
     root.mkdir(parents=True, exist_ok=True)
@@ -129,7 +157,8 @@ def run(variants: list, scenarios: list, boots: int,
     def make_initrd(variant, built_variant):
         initrds[variant.name] = guestbuild.initrd(variant, built_variant)
     built = kernel.build_all(variants, then=make_initrd)
-    accel = accel or runner.accel(built[variants[0].name].image)
+    accel = accel or tcg_for(variants) or \
+        runner.accel(built[variants[0].name].image)
     info(f"accelerator: {accel.summary()}")
 
     def not_done(cells):

@@ -16,23 +16,27 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import hangdump
+from . import capacities as sizes, hangdump
 from ..build import qemubuild, qemudeb
+from ..base import arches
 from ..base.log import LabError
 
 PR_SET_PDEATHSIG = 1
 KVM_PROBE_SECONDS = float(os.environ.get("LAB_KVM_PROBE_SECONDS", "6"))
 
 
-def qemu_binary(accel: "Accel" = None) -> str:
-    """LAB_QEMU if set, else the lab's QEMU build when the setting needs
-    it (lab/build/qemubuild.py), else Debian's (lab/build/qemudeb.py:
+def qemu_binary(accel: "Accel" = None, arch=arches.X86_64) -> str:
+    """For an x86 guest LAB_QEMU if set; else the lab's QEMU build for the
+    guest's architecture when the setting needs it
+    (lab/build/qemubuild.py), else Debian's (for x86 lab/build/qemudeb.py:
     a copy where the lab's package replaced the system's)."""
-    if os.environ.get("LAB_QEMU"):
+    if os.environ.get("LAB_QEMU") and arch is arches.X86_64:
         return os.environ["LAB_QEMU"]
     if accel is not None and accel.emulator:
-        return str(qemubuild.ensure(len(accel.emulator["patches"])))
-    return qemudeb.debian_binary()
+        return str(qemubuild.ensure(len(accel.emulator["patches"]), arch))
+    if arch is arches.X86_64:
+        return qemudeb.debian_binary()
+    return f"/usr/bin/{arch.qemu_binary}"
 
 
 def kvm_device() -> Path:
@@ -81,9 +85,10 @@ def host_cpu() -> str:
     return "unknown"
 
 
-def qemu_version(accel: Accel = None) -> str:
+def qemu_version(accel: Accel = None, arch=arches.X86_64) -> str:
     try:
-        r = subprocess.run([qemu_binary(accel), "--version"], capture_output=True,
+        r = subprocess.run([qemu_binary(accel, arch), "--version"],
+                           capture_output=True,
                            text=True, timeout=10)
         return r.stdout.splitlines()[0] if r.stdout else "unknown"
     except (OSError, subprocess.TimeoutExpired):
@@ -163,11 +168,23 @@ def guest_options(accel: Accel, cpus: int = GUEST_CPUS) -> list:
             "-smp", str(cpus), "-no-reboot"]
 
 
-def kernel_cmdline(accel: Accel, append: str = "") -> str:
+def kernel_cmdline(accel: Accel, append: str = "",
+                   console: str = arches.X86_64.console) -> str:
     """The guest kernel's parameters: console, the setting's, then the
     scenario's or the runner's."""
-    return " ".join(w for w in ("console=ttyS0,115200 panic=-1",
+    return " ".join(w for w in (f"console={console},115200 panic=-1",
                                 accel.append, append) if w)
+
+
+def with_speeds(args: list, capacities) -> list:
+    """The accelerator's options with each vCPU's speed from its capacity
+    (the lab's QEMU, common/qemu/0004)."""
+    at = args.index("-accel") + 1
+    if not args[at].startswith("tcg") or "-icount" not in args:
+        raise LabError("CPU capacities run in TCG with -icount (the "
+                       "lab's settings): the speeds are in virtual time")
+    return [*args[:at], f"{args[at]},icount-speeds="
+            f"{sizes.speeds(capacities)}", *args[at + 1:]]
 
 
 def scratch_disk(image) -> list:
@@ -189,14 +206,28 @@ class Machine:
     memory_mb: int = GUEST_MEMORY_MB
     append: str = ""
     extra: list = field(default_factory=list)
+    arch: arches.Arch = arches.X86_64
+    # each vCPU's capacity (lab/run/capacities.py); (): all the same
+    capacities: tuple = ()
 
     def command(self) -> list:
-        return [qemu_binary(self.accel),
-                *guest_options(self.accel, self.cpus),
+        binary = qemu_binary(self.accel, self.arch)
+        board = list(self.arch.machine)
+        options = guest_options(self.accel, self.cpus)
+        if self.capacities:
+            if not self.accel.emulator:
+                raise LabError("CPU capacities need the lab's QEMU (its "
+                               "per-vCPU speeds): a setting with lab_qemu")
+            options = with_speeds(options, self.capacities)
+            board += ["-dtb", str(sizes.device_tree(
+                binary, self.arch.machine, self.cpus, self.memory_mb,
+                self.capacities))]
+        return [binary, *options, *board,
                 "-m", str(self.memory_mb),
                 "-nodefaults", "-display", "none", "-serial", "stdio",
                 "-kernel", str(self.kernel), "-initrd", str(self.initrd),
-                "-append", kernel_cmdline(self.accel, self.append),
+                "-append", kernel_cmdline(self.accel, self.append,
+                                          self.arch.console),
                 "-fsdev", f"local,id=lab,path={self.share},"
                           f"security_model=none",
                 "-device", "virtio-9p-pci,fsdev=lab,mount_tag=lab",
@@ -262,9 +293,10 @@ def run(machine: Machine, console: Path, timeout: float) -> Outcome:
                                     start_new_session=True,
                                     preexec_fn=_die_with_parent)
         except OSError as e:
-            raise LabError(f"cannot start QEMU ({qemu_binary(machine.accel)})"
-                           f": {e}; "
-                           f"install qemu-system-x86 (`make deps`)") from e
+            raise LabError(f"cannot start QEMU "
+                           f"({qemu_binary(machine.accel, machine.arch)}): "
+                           f"{e}; install {machine.arch.qemu_package} "
+                           f"(`make deps`)") from e
         with _running_lock:
             _running.add(proc)
             if _stopping.is_set():      # stop_all ran while it started
@@ -324,6 +356,6 @@ def pin_vcpus(pid: int, cpus: int, wait: float = 10) -> None:
 def describe(machine: Machine) -> dict:
     return {"command": shlex.join(machine.command()),
             "accel": machine.accel.as_dict(),
-            "qemu_version": qemu_version(machine.accel),
+            "qemu_version": qemu_version(machine.accel, machine.arch),
             "host_cpu": host_cpu(),
             "host_boot_id": boot_id()}

@@ -53,6 +53,15 @@
                                            more: where one odd boot in 5
                                            decides a comparison, measured
                                            with `python3 -m lab power`)
+    capacities  = 512 512 1024 1024       (each vCPU's capacity, 1 to
+                                           1024, one per CPU of `cpus`:
+                                           CPUs of different sizes, in
+                                           the device tree and in virtual
+                                           time; arm64 variants only,
+                                           lab/docs/arm64.md)
+    sysctl      = kernel.sched_util_clamp_min_rt_default=0
+                                          (may repeat: set in the guest
+                                           before any load starts)
 
 A scenario is data: adding one is adding a file.  Every mistake is
 reported with the file and line at fault, before anything starts.
@@ -66,7 +75,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..base import metrics, paths
-from . import qemu
+from . import capacities, qemu
 from ..base.log import LabError
 from ..base.variants import names_in, pick
 
@@ -75,8 +84,11 @@ SUFFIX = ".scenario"
 KEYS = {"description", "duration", "cyclictest", "module", "background",
         "disk", "probe", "probe_module", "append", "trace", "pin",
         "both_busy", "timerlat", "nic", "default", "trace_duration",
-        "cpus", "memory", "lead", "boots", "tail", "softirq_rates"}
-REPEATABLE = {"background"}
+        "cpus", "memory", "lead", "boots", "tail", "softirq_rates",
+        "capacities", "sysctl"}
+REPEATABLE = {"background", "sysctl"}
+# a sysctl line: a name under /proc/sys (dots or slashes) and a value
+SYSCTL_RE = re.compile(r"^[a-z0-9_]+([./][a-z0-9_]+)*=[A-Za-z0-9_.:-]+$")
 # cyclictest options the lab sets itself: duration, output, and never -h
 # (a histogram gives every thread the same interval, ignoring -d) nor
 # -a (pinned threads hide the placement effect under test).
@@ -166,6 +178,17 @@ class Scenario:
     # per-boot metrics judged beside the lead: a tail with two modes
     # (lab/docs/statistics.md, "Tails with two modes")
     tail: tuple = ()
+    # each vCPU's capacity: CPUs of different sizes, on arm64 guests
+    # (lab/run/capacities.py); (): all the same
+    capacities: tuple = ()
+    # name=value settings written under /proc/sys before any load
+    sysctl: list = field(default_factory=list)
+
+    @property
+    def arch(self) -> str:
+        """The guest architecture it needs, or "" for any: a device tree
+        declares the capacities (lab/base/arches.py)."""
+        return "arm64" if self.capacities else ""
 
     @property
     def alone(self) -> bool:
@@ -210,6 +233,11 @@ class Scenario:
         # only where asked: the plans of the runs already made stay theirs
         if self.softirq_rates:
             env["SOFTIRQ_RATES"] = self.softirq_rates
+        if self.capacities:         # what the guest checks it has
+            env["CAPACITIES"] = " ".join(
+                str(c) for c in capacities.scaled(self.capacities))
+        if self.sysctl:
+            env["SYSCTL"] = " ".join(self.sysctl)
         if seed is not None:
             rng = random.Random(seed)
             period = int(dict(w.split("=", 1) for w in self.module.split())
@@ -294,7 +322,7 @@ def parse(path: Path) -> Scenario:
     if not re.match(r"^[a-z0-9][a-z0-9-]*$", name):
         raise LabError(f"{path}: scenario name {name!r}: use lower case, "
                        f"digits and '-'")
-    values, lines = {"background": []}, {}
+    values, lines = {"background": [], "sysctl": []}, {}
     try:
         text = path.read_text()
     except UnicodeDecodeError as e:
@@ -315,6 +343,9 @@ def parse(path: Path) -> Scenario:
                            f"{', '.join(sorted(KEYS))}")
         if not value:
             raise LabError(f"{where}: {key} has no value")
+        if key == "sysctl" and not SYSCTL_RE.match(value):
+            raise LabError(f"{where}: sysctl: {value!r} is not name=value "
+                           f"(a /proc/sys name, as kernel.foo_bar=1)")
         if key in REPEATABLE:
             values[key].append(value)
             continue
@@ -364,6 +395,13 @@ def parse(path: Path) -> Scenario:
             if len(rates) > 1:
                 values["sweep"] = rates
             value = rates[0]
+        elif key == "capacities":
+            words = value.split()
+            for word in words:
+                if not _digits(word) or not 1 <= int(word) <= 1024:
+                    raise LabError(f"{where}: capacities: {word!r} is not a "
+                                   f"CPU capacity from 1 to 1024")
+            value = tuple(int(w) for w in words)
         elif key in ("both_busy", "default"):
             if value not in ("yes", "no"):
                 raise LabError(f"{where}: {key} must be yes or no, got "
@@ -377,6 +415,11 @@ def parse(path: Path) -> Scenario:
         raise LabError(f"{path}:{lines['pin']}: pin = {values['pin']}, but "
                        f"the guest has {values.get('cpus', qemu.GUEST_CPUS)}"
                        f" CPUs (cpus = N sets how many)")
+    cpus = values.get("cpus", qemu.GUEST_CPUS)
+    if "capacities" in values and len(values["capacities"]) != cpus:
+        raise LabError(f"{path}:{lines['capacities']}: capacities lists "
+                       f"{len(values['capacities'])} CPUs, but the guest has "
+                       f"{cpus} (cpus = N): one capacity per CPU")
     if "trace_duration" in values and "trace" not in values:
         raise LabError(f"{path}:{lines['trace_duration']}: trace_duration "
                        f"without trace (the trace phase's threshold)")

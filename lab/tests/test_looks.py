@@ -3,7 +3,7 @@ first look leaves undecided gets 10 for both cells, and each look judges
 the boots measured by then at its own share of the false-finding rate
 (stats.Looks, analysis._against_base, matrix.run)."""
 from lab.analyse import analysis
-from lab.base import stats, variants
+from lab.base import arches, stats, variants
 from lab.run import matrix
 from lab.run.scenario import Scenario
 
@@ -85,6 +85,10 @@ def test_the_matrix_gives_the_second_look_to_undecided_cells_only(
         tmp_path, monkeypatch):
     class V:
         explains = True
+        arch = arches.X86_64
+
+        def kernel_variant(self):
+            return self
 
         def __init__(self, name):
             self.name, self.append = name, ""

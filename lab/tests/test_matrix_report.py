@@ -7,6 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from lab.base import arches
+
 from lab.run import accelerator, matrix, runfolder
 from lab.analyse import analysis, results
 from lab.report import publish, text as report_text
@@ -101,6 +103,10 @@ def test_run_resumes_and_redoes_only_unfinished_cells(tmp_path,
                                                       monkeypatch):
     class V:
         explains = True
+        arch = arches.X86_64
+
+        def kernel_variant(self):
+            return self
 
         def __init__(self, name):
             self.name = name
@@ -264,6 +270,10 @@ def test_compare_without_results_is_a_clear_error(tmp_path):
 def _two_cells(tmp_path):
     class V:
         explains = True
+        arch = arches.X86_64
+
+        def kernel_variant(self):
+            return self
 
         def __init__(self, name):
             self.name = name

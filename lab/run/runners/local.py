@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from .. import accelerator, boot, nicload, qemu, runfolder
+from ...base import arches
 from ...base.log import fmt_seconds, info
 
 HELP = "boot guests in QEMU here (default)"
@@ -31,8 +32,9 @@ class Local:
 
     def run(self, todo: list, built: dict, initrds: dict, accel,
             root: Path) -> None:
-        if accel.emulator:
-            qemu.qemu_binary(accel)     # built now, not by the first guest
+        if accel.emulator:              # built now, not by the first guest
+            for arch in sorted({b.arch for b in built.values()}):
+                qemu.qemu_binary(accel, arches.get(arch))
         run_all(todo, built, initrds, accel, root, self.jobs)
 
 
@@ -147,6 +149,7 @@ def run_cell(c, built_kernel, initrd: Path, accel, root: Path) -> dict:
                 timeout=timeout, cpus=c.scenario.cpus,
                 memory_mb=c.scenario.memory, initrd=initrd, extra_args=extra,
                 env=c.plan_env(), append=c.append,
-                context=runfolder.cell_context(c))
+                context=runfolder.cell_context(c),
+                capacities=c.scenario.capacities)
     finally:
         (run_dir / "scratch.img").unlink(missing_ok=True)
