@@ -61,6 +61,12 @@ class Lava:
             raise LabError(f"scenario {', '.join(fed)} needs a NIC fed by "
                            f"this host (nic = ..., lab/run/nicload.py), which a "
                            f"LAVA job cannot have: run it with RUNNER=local")
+        other = sorted(name for name, b in built.items()
+                       if b.arch != "x86_64")
+        if other:
+            raise LabError(f"variant {other[0]} is an {built[other[0]].arch} "
+                           f"guest; the LAVA jobs boot x86-64 guests only: "
+                           f"run it with RUNNER=local")
         run_jobs(todo, built, initrds, accel, root, self)
 
     def check_reachable(self) -> None:
