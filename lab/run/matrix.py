@@ -95,8 +95,15 @@ class Cell:
 
 
 def check_arches(variants: list, scenarios: list) -> None:
-    """Refuse, before any build, a scenario whose guest a variant's
-    architecture cannot be (CPUs of different sizes are arm64's)."""
+    """Refuse, before any build, variants of two architectures (a
+    matrix's accelerator names one QEMU build), and a scenario whose
+    guest a variant's architecture cannot be (CPUs of different sizes
+    are arm64's)."""
+    found = {v.kernel_variant().arch.name: v for v in variants}
+    if len(found) > 1:
+        raise LabError(f"variants {' and '.join(v.name for v in found.values())}"
+                       f" boot on {' and '.join(found)}: a matrix runs "
+                       f"guests of one architecture; run each apart")
     for s in scenarios:
         wrong = [v for v in variants
                  if s.arch and v.kernel_variant().arch.name != s.arch]
@@ -109,16 +116,15 @@ def check_arches(variants: list, scenarios: list) -> None:
 
 
 def tcg_for(variants: list):
-    """TCG for a matrix with guests of an architecture not the host's
-    (KVM runs only the host's), else None: the runner chooses."""
-    other = [v for v in variants
-             if v.kernel_variant().arch is not arches.X86_64]
-    if other:
-        return accelerator.tcg(f"{other[0].name} is an "
-                               f"{other[0].kernel_variant().arch.name} "
-                               f"guest: KVM runs only the host's "
-                               f"architecture")
-    return None
+    """TCG for a matrix of guests of an architecture not the host's (KVM
+    runs only the host's), else None: the runner chooses
+    (check_arches: a matrix holds one architecture)."""
+    arch = variants[0].kernel_variant().arch if variants else arches.X86_64
+    if arch is arches.X86_64:
+        return None
+    return accelerator.tcg(f"{variants[0].name} is an {arch.name} guest: "
+                           f"KVM runs only the host's architecture",
+                           arch=arch)
 
 
 def plan(variants: list, scenarios: list, boots: int,

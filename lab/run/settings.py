@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass
 
 from . import qemu
+from ..base import arches
 from ..build import qemubuild
 from ..base.log import LabError
 from ..base.variants import pick
@@ -51,7 +52,9 @@ class Setting:
         fair = self.lab_qemu and self.qemu_patches != 0
         return None if fair or self.accel == "kvm" else STALL_US
 
-    def to_accel(self) -> qemu.Accel:
+    def to_accel(self, arch=arches.X86_64) -> qemu.Accel:
+        """The setting for guests of `arch` (the lab's QEMU is built for
+        each architecture's target: its provenance is that build's)."""
         args = ["-accel", self.accel]
         if self.icount:
             args += ["-icount", self.icount]
@@ -60,7 +63,8 @@ class Setting:
         return qemu.Accel(self.accel.split(",")[0], f"setting {self.name}",
                           args, setting=self.name, append=self.append,
                           pin=self.pin, emulator=qemubuild.provenance(
-                              self.qemu_patches) if self.lab_qemu else {},
+                              self.qemu_patches, arch)
+                          if self.lab_qemu else {},
                           stall_us=self.stall_us)
 
 
@@ -155,10 +159,11 @@ def select(names: str) -> list:
     return pick(SETTINGS, names, "setting")
 
 
-def tcg(reason: str, debian_qemu: bool = False) -> qemu.Accel:
-    """The setting guests run in when KVM is not used; `debian_qemu` where
-    only Debian's QEMU runs them (LAVA workers without the lab's
-    package)."""
+def tcg(reason: str, debian_qemu: bool = False,
+        arch=arches.X86_64) -> qemu.Accel:
+    """The setting guests of `arch` run in when KVM is not used;
+    `debian_qemu` where only Debian's QEMU runs them (LAVA workers without
+    the lab's package)."""
     name = os.environ.get("LAB_TCG_SETTING", DEFAULT_TCG)
     if name.startswith("kvm"):
         raise LabError(f"LAB_TCG_SETTING={name}: name a TCG setting")
@@ -169,4 +174,4 @@ def tcg(reason: str, debian_qemu: bool = False) -> qemu.Accel:
         chosen = select(DEBIAN_TCG)[0]
         reason += (f"; {name} needs the lab's QEMU, these guests run in "
                    f"Debian's: setting {DEBIAN_TCG}")
-    return dataclasses.replace(chosen.to_accel(), reason=reason)
+    return dataclasses.replace(chosen.to_accel(arch), reason=reason)

@@ -65,7 +65,11 @@ def test_a_phone_scenario_on_an_x86_variant_is_refused_before_any_build():
 def test_a_matrix_of_arm64_guests_runs_in_tcg_whatever_kvm_does():
     accel = matrix.tcg_for(variants.select("baseline-arm64"))
     assert accel.name == "tcg" and "KVM runs only the host's" in accel.reason
+    assert accel.emulator["binary"].endswith("/qemu-system-aarch64")
     assert matrix.tcg_for(variants.select("baseline")) is None
+    with pytest.raises(LabError, match="a matrix runs guests of one "
+                       "architecture"):
+        matrix.check_arches(variants.select("baseline,baseline-arm64"), [])
 
 
 def test_speeds_go_to_the_accelerator_and_need_icount():
