@@ -28,8 +28,8 @@ MODULE_NAME = "softirq_load.ko"
 PROGRAMS = {"probe": "softirq_probe", "udpsink": "udpsink",
             "blkbatch": "blkbatch", "flagcheck": "flagcheck",
             "cpuspeed": "cpuspeed"}
-# the x86 guest's alone: flagcheck tests x86's cmpxchg16b flags, and rtla
-# is built against the host's libraries
+# the x86 guest's alone: flagcheck tests x86's cmpxchg16b flags (rtla too,
+# which initrd() adds: it is built against the host's libraries)
 X86_ONLY = {"flagcheck"}
 
 

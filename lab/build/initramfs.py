@@ -4,8 +4,8 @@ Programs come from the host's Debian packages (busybox-static, rt-tests,
 stress-ng, iperf3, trace-cmd, chrt, mpstat) with the shared libraries ldd names for
 them, so the guest runs exactly the versions a kernel developer on
 Debian 12 runs; a guest of another architecture (arm64) gets the same
-packages of its own architecture (lab/build/debs.py).  The archive is made with cpio (newc) and cached by
-the content of everything in it.
+packages of its own architecture (lab/build/debs.py).  The archive is
+made with cpio (newc) and cached by the content of everything in it.
 """
 import hashlib
 import shutil

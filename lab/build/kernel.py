@@ -229,7 +229,7 @@ def configure(variant: Variant, tree: Path, objdir: Path, log: Path) -> Path:
     config = objdir / ".config"
     shutil.copy2(config, objdir / COMMON_DOTCONFIG)
     if own:
-        _merge(tree, objdir, variant.config, log, arch)
+        _merge(tree, objdir, variant.config, log)
         _make(tree, objdir, arch, "olddefconfig", log=log)
     requests = {r.option: r for r in common + own}.values()
     bad = kconfig.mismatches(kconfig.read_config(config), requests)
@@ -239,15 +239,12 @@ def configure(variant: Variant, tree: Path, objdir: Path, log: Path) -> Path:
     return config
 
 
-def _merge(tree: Path, objdir: Path, fragment: Path, log: Path,
-           arch: arches.Arch) -> None:
+def _merge(tree: Path, objdir: Path, fragment: Path, log: Path) -> None:
     script = tree / "scripts/kconfig/merge_config.sh"
     cmd = ["sh", str(script), "-m", "-O", str(objdir),
            str(objdir / ".config"), str(fragment.resolve())]
     with open(log, "a") as out:
-        rc = subprocess.run(cmd, cwd=objdir, env=dict(os.environ,
-                                                      ARCH=arch.name),
-                            stdout=out,
+        rc = subprocess.run(cmd, cwd=objdir, stdout=out,
                             stderr=subprocess.STDOUT).returncode
     if rc != 0:
         raise LabError(f"merging {fragment} into the common config failed "

@@ -88,7 +88,7 @@ def test_the_job_log_line_lava_writes_gives_the_version():
 def test_lava_jobs_get_the_lab_setting_only_where_workers_have_its_qemu(
         monkeypatch, told, installed, uri, lab):
     monkeypatch.setattr(qemudeb, "installed_version", lambda: installed)
-    monkeypatch.setattr(qemubuild, "provenance", lambda count=None: {
+    monkeypatch.setattr(qemubuild, "provenance", lambda count=None, arch=None: {
         "source": "qemu", "patches": [], "build": BUILD, "binary": "q"})
     monkeypatch.delenv("LAB_TCG_SETTING", raising=False)
     accel = runner.Lava(uri=uri, qemu=told).accel()
@@ -125,7 +125,7 @@ def test_the_package_holds_the_labs_build_and_says_so(tmp_path):
 def test_lava_refuses_a_setting_its_workers_package_cannot_run(
         monkeypatch, setting, installed, uri, refused):
     monkeypatch.setattr(qemudeb, "installed_version", lambda: installed)
-    monkeypatch.setattr(qemubuild, "provenance", lambda count=None: {
+    monkeypatch.setattr(qemubuild, "provenance", lambda count=None, arch=None: {
         "source": "qemu", "patches": [],
         "build": "1" * 16 if count == 0 else BUILD, "binary": "q"})
     monkeypatch.setenv("LAB_TCG_SETTING", setting)
