@@ -13,12 +13,14 @@
  *
  * Usage: cpuspeed [-n ITERATIONS] [-r REPEATS]
  * Prints "cpuN RATE" per online CPU, RATE the best of REPEATS runs.
- * The defaults (100000 iterations, 10 repeats) keep a repeat short (17
- * ms on a CPU of 0.28 of a big one's speed, a few ticks), so the best
- * one measures the CPU rather than its interrupts, which take a larger
- * share of a slower CPU (500000 iterations read such a CPU 4% slower
- * than declared, these 1.3%); and the whole spin at SCHED_FIFO (0.2 s
- * there) under the 0.95 s a second that RT throttling allows.
+ * The defaults (20000 iterations, 30 repeats) keep a repeat shorter than
+ * the tick (3.4 ms on a CPU of 0.28 of a big one's speed, against 4 ms
+ * at HZ=250), so the best one ran without an interrupt and measures the
+ * CPU rather than the kernel's work on it, which takes a larger share of
+ * a slower CPU and more on PREEMPT_RT: 500000-iteration repeats read
+ * such a CPU 4% slow on 6.1, 100000-iteration ones 1.3% on 6.1 and up
+ * to 5.2% on PREEMPT_RT.  The whole spin at SCHED_FIFO (0.1 s there)
+ * stays under the 0.95 s a second that RT throttling allows.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -50,8 +52,8 @@ static unsigned long spin(unsigned long n)
 
 int main(int argc, char **argv)
 {
-	unsigned long iterations = 100000;
-	int repeats = 10, opt, cpu, r;
+	unsigned long iterations = 20000;
+	int repeats = 30, opt, cpu, r;
 	long ncpus = sysconf(_SC_NPROCESSORS_ONLN);
 	struct sched_param prio = { .sched_priority = 1 };
 
