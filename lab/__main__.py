@@ -31,12 +31,14 @@ from .base.log import LabError, info
 
 def cmd_build(args) -> int:
     # The test module too, while the shared tree holds each variant.
-    kernel.build_all(variants.select(args.variants), force=args.force,
-                    then=guestbuild.module)
-    # and what the guests run in and with, built once
-    chosen = accelerator.tcg("build")
-    if chosen.emulator:
-        qemu.qemu_binary(chosen)
+    chosen = variants.select(args.variants)
+    kernel.build_all(chosen, force=args.force, then=guestbuild.module)
+    # and what the guests run in and with, built once: the lab's QEMU
+    # for each architecture among them
+    for arch in {v.kernel_variant().arch for v in chosen}:
+        accel = accelerator.tcg("build", arch=arch)
+        if accel.emulator:
+            qemu.qemu_binary(accel, arch)
     rtlabuild.ensure()
     return 0
 
