@@ -25,7 +25,7 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..base import figures, metrics, paths, stats
+from ..base import arches, figures, metrics, paths, stats
 from ..analyse import stalls
 from ..analyse.analysis import published_verdict
 from ..analyse.replicate import rejudged
@@ -148,10 +148,23 @@ def failed_text(analysis: dict, variant: str, col: Column) -> str:
     return "every boot failed"
 
 
+def twin(analysis: dict, variant: str) -> str:
+    """The row's variant as a report names it: itself, or where the
+    report's guests are another architecture's (the arm64 phone), its
+    twin built for that architecture, `<variant>-<arch>`
+    (lab/base/arches.py)."""
+    names = analysis.get("variants", [])
+    if variant in names:
+        return variant
+    return next((f"{variant}-{a}" for a in arches.ARCHES
+                 if f"{variant}-{a}" in names), variant)
+
+
 def judge(analysis: dict, variant: str, col: Column) -> dict:
     """One cell: {"text", "score"}; score, for the picture, is log10 of
     the ratio, positive where the kernel is better, None where there is
     no verdict (n.s., withheld, a base's own value)."""
+    variant = twin(analysis, variant)
     if col.scenario in analysis.get("withheld", {}):
         return {"text": "withheld", "score": None}
     c = analysis["cells"].get(f"{col.scenario}/{variant}")
@@ -190,7 +203,8 @@ def judge(analysis: dict, variant: str, col: Column) -> dict:
 
 def evidence(analysis: dict, rows: list, col: Column) -> str:
     """How many runs and boots a cell of the column rests on."""
-    cells = [analysis["cells"].get(f"{col.scenario}/{v}") for v in rows]
+    cells = [analysis["cells"].get(f"{col.scenario}/{twin(analysis, v)}")
+             for v in rows]
     boots = sorted(len(c["boots"]) for c in cells if c)
     runs = max((len(set(c.get("runs", ["one"]))) for c in cells if c),
                default=0)

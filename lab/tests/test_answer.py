@@ -16,7 +16,17 @@ def test_every_column_comes_from_a_published_report():
     assert "baseline" in rows and "stultz-v5" in rows and "zijlstra" in rows
     for c in columns:
         a = answer._analysis(c.report)
-        assert f"{c.scenario}/baseline" in a["cells"], (c.report, c.scenario)
+        base = answer.twin(a, "baseline")
+        assert f"{c.scenario}/{base}" in a["cells"], (c.report, c.scenario)
+
+
+def test_a_report_of_arm64_guests_gives_each_row_its_twin():
+    a = {"variants": ["baseline-arm64", "stultz-v5-arm64"]}
+    assert answer.twin(a, "stultz-v5") == "stultz-v5-arm64"
+    # a row without a twin there stays itself: its cell is "-"
+    assert answer.twin(a, "revert-ksoftirqd") == "revert-ksoftirqd"
+    assert answer.twin({"variants": ["stultz-v5"]}, "stultz-v5") == \
+        "stultz-v5"
 
 
 def test_a_malformed_line_is_named(tmp_path):
