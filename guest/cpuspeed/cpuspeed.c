@@ -19,7 +19,7 @@
  * CPU rather than the kernel's work on it, which takes a larger share of
  * a slower CPU and more on PREEMPT_RT: 500000-iteration repeats read
  * such a CPU 4% slow on 6.1, 100000-iteration ones 1.3% on 6.1 and up
- * to 5.2% on PREEMPT_RT.  The whole spin at SCHED_FIFO (0.1 s there)
+ * to 6.2% on PREEMPT_RT.  The whole spin at SCHED_FIFO (0.1 s there)
  * stays under the 0.95 s a second that RT throttling allows.
  */
 #define _GNU_SOURCE

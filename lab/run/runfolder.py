@@ -209,7 +209,8 @@ def finished(run_dir: Path, kernel_hash: str, scenario_digest: str,
     # variant.conf, or before that key existed) had its default value.
     ran_as = {**variants.CONF_DEFAULTS, "name": record.get("variant"),
               **record.get("variant_conf", {})}
-    if variant_conf is not None and ran_as != variant_conf:
+    if variant_conf is not None and \
+            ran_as != {**variants.CONF_DEFAULTS, **variant_conf}:
         return False
     if accel is not None:
         ran = record.get("qemu", {}).get("accel", {})
