@@ -24,6 +24,12 @@ STACK_WORDS = 64
 _CPU = re.compile(r"^CPU#(\d+)$", re.M)
 _RIP = re.compile(r"RIP=([0-9a-f]+) .*CPL=(\d) .*HLT=(\d)")
 _RSP = re.compile(r"RSP=([0-9a-f]+)")
+# an arm64 vCPU's (QEMU prints no halted flag there: a vCPU in WFI is
+# in the kernel's idle code, which its symbol names)
+_PC = re.compile(r"\bPC=([0-9a-f]+)")
+_SP = re.compile(r"\bSP=([0-9a-f]+)")
+_EL = re.compile(r"PSTATE=[0-9a-f]+ .*?EL(\d)")
+_HEX = re.compile(r"^(0x)?[0-9a-f]+$")
 
 
 class Monitor:
@@ -73,23 +79,34 @@ class Monitor:
 
 
 def parse_registers(text: str) -> dict:
-    """`info registers -a` -> {cpu: {"rip", "rsp", "cpl", "halted"}}."""
+    """`info registers -a` -> {cpu: {"rip", "rsp", "cpl", "halted"}}:
+    an x86 vCPU's, or an arm64 one's (PC, SP, its exception level as the
+    privilege: EL0 is user mode)."""
     out = {}
     parts = _CPU.split(text)
     for cpu, block in zip(parts[1::2], parts[2::2]):
         rip, rsp = _RIP.search(block), _RSP.search(block)
+        pc, sp, el = _PC.search(block), _SP.search(block), _EL.search(block)
         if rip:
             out[int(cpu)] = {"rip": int(rip.group(1), 16),
                              "rsp": int(rsp.group(1), 16) if rsp else 0,
                              "cpl": int(rip.group(2)),
                              "halted": rip.group(3) == "1"}
+        elif pc and el:
+            out[int(cpu)] = {"rip": int(pc.group(1), 16),
+                             "rsp": int(sp.group(1), 16) if sp else 0,
+                             "cpl": 3 if el.group(1) == "0" else 0,
+                             "halted": False}
     return out
 
 
 def parse_words(text: str) -> list:
-    """`x /Ngx addr` -> the N values."""
-    return [int(w, 16) for line in text.splitlines() if ":" in line
-            for w in line.split(":", 1)[1].split()]
+    """`x /Ngx addr` -> the N values; none from a line that says the
+    memory cannot be read ("Cannot access memory at address ...")."""
+    rows = [line.split(":", 1)[1].split() for line in text.splitlines()
+            if ":" in line]
+    return [int(w, 16) for words in rows
+            if all(_HEX.match(w) for w in words) for w in words]
 
 
 class Symbols:

@@ -100,3 +100,29 @@ def test_capture_without_a_monitor_says_so(tmp_path):
                                tmp_path / "hang-cpus.txt")
     assert summary.startswith("vCPU state not read:")
     assert not (tmp_path / "hang-cpus.txt").exists()
+
+
+# `info registers -a` of an arm64 guest as QEMU 7.2 prints it (trimmed)
+ARM64_DUMP = """CPU#0
+ PC=ffff800008012345 X00=0000000000000000 X01=0000000000000001
+X29=ffff80000a003e70 X30=ffff800008011111  SP=ffff80000a003e70
+PSTATE=60000005 -ZC- EL1h    FPCR=00000000 FPSR=00000000
+CPU#1
+ PC=0000aaaacafe0000 X00=0000000000000000 X01=0000000000000001
+X29=0000ffffc0de0000 X30=0000aaaacafe1000  SP=0000ffffc0de0000
+PSTATE=80000000 N--- EL0t    FPCR=00000000 FPSR=00000000
+"""
+
+
+def test_an_arm64_guests_registers_say_where_each_vcpu_is():
+    regs = hangdump.parse_registers(ARM64_DUMP)
+    assert regs[0] == {"rip": 0xffff800008012345, "rsp": 0xffff80000a003e70,
+                       "cpl": 0, "halted": False}
+    assert regs[1]["cpl"] == 3              # EL0: user mode
+
+
+def test_memory_the_monitor_cannot_read_gives_no_words():
+    """A stack pointer into unmapped memory: QEMU's `x` says so in words,
+    which once ended the whole read ("invalid literal for int()")."""
+    assert hangdump.parse_words(
+        "ffff800000000000: Cannot access memory at address 0x0\n") == []
