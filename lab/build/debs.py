@@ -20,25 +20,36 @@ from ..base.log import LabError, info
 from . import step
 from .kernel import check_disk, locked
 
-SOURCES = """Types: deb
+# Debian's archive for a private apt configuration: "deb" lists of one
+# architecture (here), "deb-src" for sources (lab/build/qemubuild.py).
+SOURCES = """Types: {types}
 URIs: http://deb.debian.org/debian
 Suites: {codename} {codename}-updates
 Components: main
-Architectures: {arch}
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+{architectures}Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 
-Types: deb
+Types: {types}
 URIs: http://deb.debian.org/debian-security
 Suites: {codename}-security
 Components: main
-Architectures: {arch}
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+{architectures}Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 """
+
+
+def sources(types: str, codename: str, architecture: str = "") -> str:
+    """A deb822 sources file of Debian's archive for `codename`."""
+    return SOURCES.format(types=types, codename=codename,
+                          architectures=f"Architectures: {architecture}\n"
+                          if architecture else "")
+
+
 NEEDED_GB = 1
 UNPACKED = "root"
 
 
-def _codename() -> str:
+def release() -> str:
+    """The host's Debian release (bookworm): whose packages and sources
+    the lab takes."""
     for line in Path("/etc/os-release").read_text().splitlines():
         if line.startswith("VERSION_CODENAME="):
             return line.split("=", 1)[1].strip('"')
@@ -48,7 +59,7 @@ def _codename() -> str:
 def unpacked(arch: Arch, packages: list) -> Path:
     """A folder holding `packages` of Debian's `arch` and everything they
     depend on, unpacked; downloaded once."""
-    codename = _codename()
+    codename = release()
     key = hashlib.sha256(f"{arch.debian_arch} {codename} "
                          f"{' '.join(sorted(packages))}".encode()).hexdigest()
     out = paths.cache_dir() / "debs" / f"{arch.debian_arch}-{key[:16]}"
@@ -84,7 +95,7 @@ def _download(arch: Arch, packages: list, codename: str,
         (apt / d).mkdir(parents=True)
     (apt / "status").write_text("")
     (apt / "sources" / "debian.sources").write_text(
-        SOURCES.format(codename=codename, arch=arch.debian_arch))
+        sources("deb", codename, arch.debian_arch))
     opts = ["-o", "Dir::Etc::SourceList=/dev/null",
             "-o", f"Dir::Etc::SourceParts={apt / 'sources'}",
             "-o", f"Dir::State::Lists={apt / 'lists'}",

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..base import arches, paths
 from .kernel import check_disk, locked
-from . import step
+from . import debs, step
 from ..base.log import LabError, fmt_seconds, info
 
 PATCHES_DIR = paths.REPO / "common" / "qemu"
@@ -38,18 +38,6 @@ CONFIGURE = ["--target-list={target}", "--enable-virtfs",
              "--firmwarepath=/usr/share/qemu:/usr/share/seabios:"
              "/usr/lib/ipxe/qemu"]
 NEEDED_GB = 1.5
-DEB_SRC = """Types: deb-src
-URIs: http://deb.debian.org/debian
-Suites: {codename} {codename}-updates
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-
-Types: deb-src
-URIs: http://deb.debian.org/debian-security
-Suites: {codename}-security
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-"""
 
 
 def patches(count: int = None) -> list:
@@ -137,9 +125,9 @@ def _unpacked(name: str, version: str, work: Path) -> Path:
     apt = work / "apt"
     (apt / "sources").mkdir(parents=True)
     (apt / "lists" / "partial").mkdir(parents=True)
-    codename = _codename()
+    codename = debs.release()
     (apt / "sources" / "deb-src.sources").write_text(
-        DEB_SRC.format(codename=codename))
+        debs.sources("deb-src", codename))
     opts = ["-o", "Dir::Etc::SourceList=/dev/null",
             "-o", f"Dir::Etc::SourceParts={apt / 'sources'}",
             "-o", f"Dir::State::Lists={apt / 'lists'}",
@@ -156,13 +144,6 @@ def _unpacked(name: str, version: str, work: Path) -> Path:
     _run(["dpkg-source", "-x", dsc.name, "src"], work,
          f"dpkg-source -x {dsc.name}", work / "dpkg-source.log")
     return work / "src"
-
-
-def _codename() -> str:
-    for line in Path("/etc/os-release").read_text().splitlines():
-        if line.startswith("VERSION_CODENAME="):
-            return line.split("=", 1)[1].strip('"')
-    raise LabError("/etc/os-release has no VERSION_CODENAME: not Debian?")
 
 
 def _apply_patches(tree: Path, chosen: list) -> None:
