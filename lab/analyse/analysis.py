@@ -9,7 +9,7 @@ import dataclasses
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from ..base import metrics, predictions, stats, unresolved
+from ..base import metrics, paths, predictions, stats, unresolved
 from . import results, softirqrates, stalls
 from ..base.cores import map_on_cores
 from ..base.log import LabError, warn
@@ -186,7 +186,7 @@ def analyse(runs: list, traces: dict = None, predicted: dict = None,
         for r in ok:
             if is_null_control(r["scenario"]) and \
                     size[r["scenario"]] == size[scen] and \
-                    r["variant"] in NULL_CONTROL_KERNELS and \
+                    judges_null(r) and \
                     r["affinity"]["as_asked"]:
                 found[r["scenario"]].append(r["boot_values"]["p99"])
         return dict(found)
@@ -521,9 +521,13 @@ NULL_LIMIT_US = 1000
 
 
 NULL_CONTROL = "null-hog"
-# whose null-control runs judge a guest shape: the first generation's
-# base on each architecture
-NULL_CONTROL_KERNELS = ("baseline", "baseline-arm64")
+def judges_null(r: dict) -> bool:
+    """Whether a run's kernel is the one whose null-control runs judge
+    its guest shape: the seeds' generation's base, on any architecture
+    (baseline, baseline-arm64), from the variant.conf the run records."""
+    conf = r.get("variant_conf", {})
+    return conf.get("base", "baseline") == r["variant"] and \
+        conf.get("source", paths.GENERATION) == paths.GENERATION
 
 
 def is_null_control(scen: str) -> bool:

@@ -105,8 +105,7 @@ def program(folder: str, arch=arches.X86_64) -> Path:
     command = ["make"]
     if arch is not arches.X86_64:
         dest = dest.with_name(f"{dest.name}-{arch.name}")
-        kernel.make_args(arch)          # its compiler is there, or says so
-        command.append(f"CC={arch.cross_compile}gcc")
+        command.append(f"CC={kernel.compiler(arch)}")
     return _build_in_copy(src, dest, lambda tmp: [*command, "-C", str(tmp)],
                           name, f"{name} ({arch.name})")
 

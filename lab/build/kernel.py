@@ -26,11 +26,8 @@ from .built import Built
 from ..base.log import LabError, fmt_seconds, info, warn
 from ..base.variants import Variant
 
-# The x86 guest's (each architecture's: lab/base/arches.py).  Bump an
-# architecture's recipe when the way a kernel is made changes (not what
-# it is made from).
-RECIPE = arches.X86_64.recipe
-IMAGE = arches.X86_64.image
+# How a kernel is made, its image and its compiler are its architecture's
+# (lab/base/arches.py: bump a recipe when the way changes).
 COMMON_DOTCONFIG = "lab.common.config"
 
 
@@ -154,12 +151,20 @@ def ensure_tree(variant: Variant, built: "Built") -> None:
                  f"variant {variant.name}")
 
 
+def compiler(arch: arches.Arch) -> str:
+    """The C compiler for `arch`: gcc, or its Debian cross compiler,
+    which must be installed."""
+    gcc = arch.cross_compile + "gcc"
+    if arch.cross_compile and not shutil.which(gcc):
+        raise LabError(f"{gcc} not found: install Debian package "
+                       f"{arch.cross_package} (`make deps`)")
+    return gcc
+
+
 def make_args(arch: arches.Arch) -> list:
     """make's variables for a build for `arch`: its ARCH, and its cross
     compiler where it is not the host's."""
-    if arch.cross_compile and not shutil.which(arch.cross_compile + "gcc"):
-        raise LabError(f"{arch.cross_compile}gcc not found: install Debian "
-                       f"package {arch.cross_package} (`make deps`)")
+    compiler(arch)
     return [f"ARCH={arch.name}"] + (
         [f"CROSS_COMPILE={arch.cross_compile}"] if arch.cross_compile
         else [])
@@ -172,7 +177,7 @@ def _make(tree: Path, objdir: Path, arch: arches.Arch, *targets: str,
                CCACHE_MAXSIZE="5G",
                KBUILD_BUILD_TIMESTAMP="2000-01-01", KBUILD_BUILD_VERSION="1",
                KBUILD_BUILD_USER="lab", KBUILD_BUILD_HOST="softirq-rt-lab")
-    gcc = arch.cross_compile + "gcc"
+    gcc = compiler(arch)
     cc = f"ccache {gcc}" if shutil.which("ccache") else gcc
     # LOCALVERSION= (set, empty) stops setlocalversion from appending "+"
     # for a git tree; the variant's name comes from CONFIG_LOCALVERSION.

@@ -5,7 +5,7 @@ import subprocess
 import pytest
 
 from lab.build import kernel, source
-from lab.base import paths, variants
+from lab.base import arches, paths, variants
 from lab.base.log import LabError
 from lab.tests.conftest import make_variant
 
@@ -93,7 +93,7 @@ def test_up_to_date_variant_is_not_rebuilt(tmp_path, monkeypatch):
         raise AssertionError("make was called for an up-to-date variant")
     monkeypatch.setattr(kernel, "_make", no_make)
     v = variants.load(paths.VARIANTS_DIR / "baseline")
-    h = v.content_hash("digest", kernel.RECIPE)
+    h = v.content_hash("digest", arches.X86_64.recipe)
     folder = paths.cache_dir() / "kernels" / h[:16]
     folder.mkdir(parents=True)
     (folder / "bzImage").write_bytes(b"kernel")
