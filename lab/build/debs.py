@@ -18,7 +18,8 @@ from ..base import paths
 from ..base.arches import Arch
 from ..base.log import LabError, info
 from . import step
-from .kernel import check_disk, locked
+from .cachelock import locked
+from .kernel import check_disk
 
 # Debian's archive for a private apt configuration: "deb" lists of one
 # architecture (here), "deb-src" for sources (lab/build/qemubuild.py).

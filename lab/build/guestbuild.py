@@ -17,7 +17,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from . import kernel, initramfs, packaged, rtlabuild
+from . import cachelock, kernel, initramfs, packaged, rtlabuild
 from .built import Built
 from ..base import arches, paths
 from ..base.log import LabError, info
@@ -87,7 +87,7 @@ def module(variant, built: Built) -> Path:
                          "modules"],
             MODULE_NAME, f"{MODULE_NAME} for variant {variant.name} "
             f"(against {built.meta['package']}'s headers)")
-    with kernel.locked(built.tree.name):
+    with cachelock.locked(built.tree.name):
         kernel.ensure_tree(variant, built)
         return _build_in_copy(
             MODULE_SRC, dest,

@@ -10,8 +10,6 @@ cache/kernels/<content hash>/.  The hash covers the source tarball, the
 common and variant fragments and the patches, so an unchanged variant is
 never rebuilt, and a fresh clone finds the images its twin already built.
 """
-import contextlib
-import fcntl
 import json
 import os
 import re
@@ -22,6 +20,7 @@ from pathlib import Path
 
 from ..base import arches, kconfig, paths, store
 from . import packaged, source
+from .cachelock import locked
 from .built import Built
 from ..base.log import LabError, fmt_seconds, info, warn
 from ..base.variants import Variant
@@ -281,24 +280,6 @@ def up_to_date(variant: Variant, digest: str, index: int, total: int):
         info(f"variant {index}/{total} {variant.name}: up to date "
              f"({hit.meta['release']}, {hit.meta['hash'][:12]})")
     return hit
-
-
-@contextlib.contextmanager
-def locked(name: str):
-    """One build in a shared tree at a time, across processes.
-
-    Two builds in one worktree and O= folder would reset each other's
-    patches and config half way; the second waits for the first.
-    """
-    lock_dir = paths.cache_dir() / "locks"
-    lock_dir.mkdir(parents=True, exist_ok=True)
-    with open(lock_dir / f"{name}.lock", "w") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            info(f"tree {name}: waiting for another build in it")
-            fcntl.flock(f, fcntl.LOCK_EX)
-        yield
 
 
 def build(variant: Variant, index: int = 1, total: int = 1,

@@ -19,7 +19,8 @@ from functools import partial
 from pathlib import Path
 
 from ..base import arches, paths
-from .kernel import check_disk, locked
+from .cachelock import locked
+from .kernel import check_disk
 from . import debs, step
 from ..base.log import LabError, fmt_seconds, info
 

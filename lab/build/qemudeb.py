@@ -28,7 +28,7 @@ from pathlib import Path
 from ..base import paths
 from ..base.log import LabError, info
 from . import qemubuild
-from .kernel import locked
+from .cachelock import locked
 from . import step
 
 SUFFIX = "+softirqlab."

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..base import paths
 from . import source, step
-from .kernel import locked
+from .cachelock import locked
 from ..base.log import LabError, info
 
 TARBALL = Path(os.environ.get("LAB_RTLA_SOURCE",

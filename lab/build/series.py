@@ -23,7 +23,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from . import kernel, source
+from . import cachelock, kernel, source
 from ..base import kconfig, paths, variants
 from ..base.log import LabError, info
 
@@ -218,7 +218,7 @@ def apply_and_export(name: str, patches: list, generation: str,
     apply is named with its file and hunk."""
     repo, _, version = source.unpacked_source(
         paths.packaged_tarball(generation), generation)
-    with kernel.locked(repo.name):
+    with cachelock.locked(repo.name):
         scratch = kernel.scratch_tree(repo)
         probe = variants.Variant(name, out, tuple(patches))
         try:

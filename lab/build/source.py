@@ -10,9 +10,11 @@ import hashlib
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from ..base import paths
+from . import cachelock
 from ..base.log import LabError, info
 
 BASE_TAG = "packaged"
@@ -96,19 +98,39 @@ def unpacked_source(tarball: Path = None,
         version = stamp.read_text().strip()
         return repo, digest, version
 
+    with cachelock.locked(f"source-{digest[:16]}",
+                          f"the source {tarball.name}"):
+        if stamp.is_file():             # unpacked while we waited
+            return repo, digest, stamp.read_text().strip()
+        return repo, digest, _unpack(tarball, generation, digest, repo)
+
+
+def _unpack(tarball: Path, generation: str, digest: str, repo: Path) -> str:
+    """Unpack into a folder of this writer's own, then rename it into
+    place: a writer killed half way leaves no half-made repository."""
     info(f"unpacking {tarball.name} (once; about 2 minutes)")
-    tmp = repo.with_name(repo.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    repo.parent.mkdir(parents=True, exist_ok=True)
+    for debris in repo.parent.glob(f".{repo.name}.*"):
+        shutil.rmtree(debris, ignore_errors=True)   # a killed writer's
+    tmp = Path(tempfile.mkdtemp(dir=repo.parent, prefix=f".{repo.name}."))
+    try:
+        version = _into_git(tarball, generation, digest, tmp)
+        shutil.rmtree(repo, ignore_errors=True)
+        tmp.rename(repo)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return version
+
+
+def _into_git(tarball: Path, generation: str, digest: str,
+              tmp: Path) -> str:
     r = subprocess.run(["tar", "-xJf", str(tarball), "-C", str(tmp),
                         "--strip-components=1"], capture_output=True, text=True)
     if r.returncode != 0:
-        shutil.rmtree(tmp, ignore_errors=True)
         raise LabError(f"cannot unpack {tarball}: {r.stderr.strip()}: "
                        f"{install_hint(generation)}")
     version = kernel_version(tmp)
     if not version.startswith(generation + "."):
-        shutil.rmtree(tmp, ignore_errors=True)
         raise LabError(f"{tarball} holds Linux {version}, the lab needs "
                        f"{generation}.x: {install_hint(generation)}")
     info(f"Linux {version}: recording it as git commit '{BASE_TAG}'")
@@ -120,6 +142,4 @@ def unpacked_source(tarball: Path = None,
         f"Unpacked from {tarball.name}, sha256 {digest}")
     git(tmp, "tag", BASE_TAG)
     (tmp / ".git" / "lab-unpacked").write_text(version + "\n")
-    shutil.rmtree(repo, ignore_errors=True)
-    tmp.rename(repo)
-    return repo, digest, version
+    return version

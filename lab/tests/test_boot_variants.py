@@ -14,7 +14,7 @@ import time
 import pytest
 
 from lab.run import boot, health
-from lab.build import kernel
+from lab.build import cachelock, kernel
 from lab.base import kconfig, paths, store, variants
 from lab.base.log import LabError
 from lab.tests.conftest import guest_variants, make_variant
@@ -120,7 +120,7 @@ def test_second_build_skips_every_rebuild(built, capsys):
     with contextlib.ExitStack() as held:
         for tree in sorted({b.tree.name for b in built.values()
                             if not b.packaged}):
-            held.enter_context(kernel.locked(tree))
+            held.enter_context(cachelock.locked(tree))
         for i, v in enumerate(ALL, 1):
             started = time.monotonic()
             again = kernel.build(v, i, len(ALL))

@@ -4,7 +4,7 @@ import subprocess
 
 import pytest
 
-from lab.build import kernel, source
+from lab.build import cachelock, kernel, source
 from lab.base import arches, paths, variants
 from lab.base.log import LabError
 from lab.tests.conftest import make_variant
@@ -169,11 +169,11 @@ def test_tree_left_elsewhere_is_reset_to_the_series(tree, variant_root,
 def test_builds_in_one_tree_are_serialised(tmp_path, monkeypatch):
     import fcntl
     monkeypatch.setenv("LAB_CACHE", str(tmp_path))
-    with kernel.locked("v1"):
+    with cachelock.locked("v1"):
         with open(tmp_path / "locks" / "v1.lock", "w") as other:
             with pytest.raises(BlockingIOError):
                 fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        with kernel.locked("v2"):          # other trees are not held up
+        with cachelock.locked("v2"):          # other trees are not held up
             pass
     with open(tmp_path / "locks" / "v1.lock", "w") as other:
         fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)

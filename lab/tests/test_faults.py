@@ -76,6 +76,26 @@ def test_packaged_source_is_unpacked_once(tmp_path, monkeypatch):
     assert source.unpacked_source(tarball) == (repo, digest, version)
 
 
+def test_two_writers_unpack_one_source_once(tmp_path, monkeypatch):
+    """Issue 61: two test workers unpacked linux-source-6.1 at once into
+    one temporary folder (FileExistsError in one, tar's "Cannot stat" in
+    the other).  A tar slowed to half a second makes the two overlap;
+    both must get the same repository, and nothing else is left."""
+    import concurrent.futures
+    slow = tmp_path / "bin"
+    slow.mkdir()
+    (slow / "tar").write_text("#!/bin/sh\nsleep 0.5\nexec /bin/tar \"$@\"\n")
+    (slow / "tar").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{slow}:/usr/bin:/bin")
+    monkeypatch.setenv("LAB_CACHE", str(tmp_path / "cache"))
+    tarball = fake_tarball(tmp_path, "6.1.192")
+    with concurrent.futures.ProcessPoolExecutor(2) as pool:
+        got = list(pool.map(source.unpacked_source, [tarball, tarball]))
+    assert got[0] == got[1] and got[0][2] == "6.1.192"
+    left = sorted(p.name for p in (tmp_path / "cache" / "source").iterdir())
+    assert left == [got[0][0].name]
+
+
 def test_a_cache_that_is_a_file_is_named(tmp_path, monkeypatch):
     """Issue 53: LAB_CACHE pointing at a file (or below one) ended in a
     NotADirectoryError from source.py, for `variant add` and `run`: one

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from lab.base import kconfig, variants
-from lab.build import kernel, source
+from lab.build import cachelock, kernel, source
 from lab.tests.conftest import make_variant
 
 pytestmark = [pytest.mark.guest, pytest.mark.xdist_group("variant_series")]
@@ -24,7 +24,7 @@ def options_not_in_tree(v) -> list:
     fragment turns on that no Kconfig file of the patched tree defines
     (an option stated off may be another generation's, absent here)."""
     repo, _, _ = source.unpacked_source(v.tarball, v.source)
-    with kernel.locked(repo.name):
+    with cachelock.locked(repo.name):
         scratch = kernel.scratch_tree(repo)
         kernel.apply_series(v, scratch)
         missing = []
