@@ -30,6 +30,9 @@ LAVA_ARTIFACTS ?=
 LAVA_ARTIFACTS_URL ?=
 # the QEMU the workers have: auto, lab (`make qemu-deb` installed) or debian
 LAVA_QEMU ?= auto
+# MEDIUM=setting: the guests' virtual time, e.g. parallel-8ns (one results
+# folder a medium: build/results-<setting>; lab/docs/medium.md)
+MEDIUM ?=
 
 # The variables above reach the lab as data, byte for byte: make takes
 # each as it was given ($(value): a `$(...)` in it stays text, never a
@@ -40,13 +43,14 @@ LAVA_QEMU ?= auto
 # off (set -f).
 USER_VARIABLES = VARIANTS SCENARIOS BOOTS JOBS NAME FROM VARIANT A B \
 	REPORTS RUNNER LAVA_IDENTITY LAVA_URI LAVA_TEMPLATE LAVA_DEVICE_TYPE \
-	LAVA_ARTIFACTS LAVA_ARTIFACTS_URL LAVA_QEMU
+	LAVA_ARTIFACTS LAVA_ARTIFACTS_URL LAVA_QEMU MEDIUM
 $(foreach v,$(USER_VARIABLES),$(eval override $(v) := $$(value $(v))))
 override JOBS := $(if $(JOBS),$(JOBS),$(shell nproc))
 export $(USER_VARIABLES)
 
 LAB = $(PY) -m lab
-MATRIX = --variants "$$VARIANTS" --scenarios "$$SCENARIOS" --name "$$NAME"
+MATRIX = --variants "$$VARIANTS" --scenarios "$$SCENARIOS" --name "$$NAME" \
+	--medium "$$MEDIUM"
 RUNNER_OPTS = --runner "$$RUNNER" --lava-identity "$$LAVA_IDENTITY" \
 	--lava-uri "$$LAVA_URI" --lava-template "$$LAVA_TEMPLATE" \
 	--lava-device-type "$$LAVA_DEVICE_TYPE" \

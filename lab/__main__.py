@@ -89,12 +89,32 @@ def _matrix(args) -> tuple:
     return chosen, scenario.select(args.scenarios), named
 
 
+def _medium(args, chosen: list):
+    """The guests' accelerator for --medium (None: the runner's
+    choice), refused in one line where it cannot be honoured."""
+    if not args.medium:
+        return None
+    if args.runner != "local":
+        raise LabError(f"--medium {args.medium}: media run in the lab's "
+                       f"own QEMU here (--runner local), not through "
+                       f"{args.runner}")
+    arch = chosen[0].kernel_variant().arch if chosen else None
+    return settings.medium_accel(args.medium, arch)
+
+
+def _results(args) -> Path:
+    """--results, else the runner's and medium's own folder: runs of
+    two media never share one."""
+    return Path(args.results) if args.results else \
+        matrix.results_root(args.runner, args.medium)
+
+
 def cmd_run(args) -> int:
     chosen, scens, named = _matrix(args)
     guestbuild.check_background(scens)
     matrix.check_arches(chosen, scens)
-    root = Path(args.results) if args.results else \
-        matrix.results_root(args.runner)
+    accel = _medium(args, chosen)
+    root = _results(args)
     names, scen_names = [v.name for v in chosen], [s.name for s in scens]
     looks = () if args.boots else stats.LOOKS.boots
 
@@ -105,7 +125,7 @@ def cmd_run(args) -> int:
                              predicted={}, lead=lead, tail=tail,
                              named_bases=named)
         return analysis.unsettled(a)
-    matrix.run(chosen, scens, args.boots or looks[0], root,
+    matrix.run(chosen, scens, args.boots or looks[0], root, accel=accel,
                runner=runners.module(args.runner).make(args), looks=looks,
                unsettled=unsettled)
     return _report(args, root, names, scen_names, named)
@@ -115,8 +135,8 @@ def cmd_compare(args) -> int:
     # the same matrix as `run` with the same options: results of other
     # variants or scenarios in the folder stay out of the report
     chosen, scens, named = _matrix(args)
-    root = Path(args.results) if args.results else \
-        matrix.results_root(args.runner)
+    _medium(args, chosen)
+    root = _results(args)
     return _report(args, root, [v.name for v in chosen],
                    [s.name for s in scens], named)
 
@@ -356,7 +376,8 @@ def _report(args, root, names, scens, named) -> int:
     out = Path(args.out) if args.out else publish.default_folder(args.name)
     descriptions, busy, lead, tail = _scenario_facts()
     command = _command(args, "variants", "base", "scenarios", "boots",
-                       "jobs", "results", "out" if args.out else "name")
+                       "jobs", "medium", "results",
+                       "out" if args.out else "name")
     publish.write(root, out, descriptions, command, names, scens, busy, lead,
                   tail, named)
     return _published(out)
@@ -422,6 +443,10 @@ def parse_args(argv):
                         "(a variant of its source generation) instead of "
                         "its variant.conf base, e.g. "
                         "ktimers-rt=preempt-rt-6.12")
+        sp.add_argument("--medium", default="",
+                        help="the guests' virtual time, a TCG setting such "
+                        "as parallel-8ns (lab/docs/medium.md); its runs go "
+                        "to build/results-<medium>")
         sp.add_argument("--runner", choices=runners.names(),
                         default="local", help="what boots the guests: " +
                         "; ".join(f"{n}: {runners.module(n).HELP}"

@@ -9,7 +9,7 @@ import dataclasses
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from ..base import metrics, paths, predictions, stats, unresolved
+from ..base import medium, metrics, paths, predictions, stats, unresolved
 from . import results, softirqrates, stalls
 from ..base.cores import map_on_cores
 from ..base.log import LabError, warn
@@ -142,6 +142,22 @@ def placement(samples: list, env: dict) -> dict:
             / len(samples)}
 
 
+def one_medium(runs: list) -> str:
+    """The runs' medium (lab/base/medium.py), refused if they have two:
+    a verdict between runs of two media compares the media, not the
+    kernels."""
+    seen = {}
+    for r in runs:
+        seen.setdefault(medium.of(r.get("qemu", {}).get("accel", {})),
+                        r.get("run", "a run"))
+    if len(seen) > 1:
+        (a, run_a), (b, run_b) = list(seen.items())[:2]
+        raise LabError(f"runs of two media are never compared: {run_a} "
+                       f"ran in {a}, {run_b} in {b}; give each medium "
+                       f"its own results folder and report")
+    return next(iter(seen), "")
+
+
 def analyse(runs: list, traces: dict = None, predicted: dict = None,
             busy: set = frozenset(), lead: dict = None,
             withheld: dict = None, tail: dict = None,
@@ -160,6 +176,7 @@ def analyse(runs: list, traces: dict = None, predicted: dict = None,
     worst cases the trace attribution blames on the emulator has its
     verdicts withheld.
     """
+    one_medium(runs)
     traces = traces or {}
     predicted = predictions.load() if predicted is None else predicted
     ok = [r for r in runs if r["status"] == "ok"]

@@ -35,6 +35,10 @@ def load(folders: list, alike: tuple = ()) -> tuple:
     if unknown:
         raise LabError(f"pool: --alike {unknown[0]!r} is not one of "
                        f"{', '.join(replicate.PLAN_KEYS)}")
+    never = [k for k in alike if k in replicate.NEVER_ALIKE]
+    if never:
+        raise LabError(f"pool: --alike {never[0]!r}: runs of two media "
+                       f"measure two machines and are never pooled")
     loaded = [replicate.load(f) for f in folders]
     for got in loaded:
         if not got.runs:

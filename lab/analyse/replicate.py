@@ -25,7 +25,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import NamedTuple
 
-from ..base import paths, predictions
+from ..base import medium, paths, predictions
 from . import analysis, results
 from .analysis import published_verdict
 from ..base.log import LabError
@@ -43,7 +43,10 @@ EXPLAINING_KEYS = {"probe", "probe_module", "trace", "trace_duration",
                    "timerlat"}
 # what makes two runs the same measurement, and what is only noted
 PLAN_KEYS = ("plan script", "scenario file", "plan parameters", "kernel",
-             "initramfs", "QEMU build", "setting", "guest size")
+             "initramfs", "QEMU build", "setting", "medium", "guest size")
+# what no caller may declare alike: runs of two media measure two
+# machines (lab/base/medium.py)
+NEVER_ALIKE = ("medium",)
 NOTE_KEYS = ("lab commit", "host CPU")
 
 
@@ -94,6 +97,7 @@ def how_made(run: dict, phases: bool = True,
             "emulator", {}).get("build") or "Debian's",
         "setting": run.get("qemu", {}).get("accel", {}).get("setting") or
         run.get("accel", ""),
+        "medium": medium.of(run.get("qemu", {}).get("accel", {})),
         "guest size": f"{run.get('cpus', 2)} vCPUs, "
                       f"{run.get('memory_mb', 1024)} MB",
         "lab commit": made.get("lab_commit") or unknown,

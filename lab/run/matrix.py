@@ -22,11 +22,13 @@ from .runners import local
 BOOT_OVERHEAD_S = 8           # boot and shutdown, measured: 15-25 s a run
 
 
-def results_root(runner: str = "local") -> Path:
-    """Each runner's runs go to their own folder: a results folder never
-    mixes runners (LAVA's QEMU has a few devices more, lab/docs/lava.md)."""
-    return paths.BUILD_DIR / ("results" if runner == "local"
-                              else f"results-{runner}")
+def results_root(runner: str = "local", medium: str = "") -> Path:
+    """Each runner's runs go to their own folder, and each medium's: a
+    results folder never mixes runners (LAVA's QEMU has a few devices
+    more, lab/docs/lava.md) or media (lab/base/medium.py)."""
+    return paths.BUILD_DIR / "-".join(
+        ["results"] + [w for w in (runner != "local" and runner, medium)
+                       if w])
 
 
 # The first boot of a cell also explains: its trace, rtla and probe

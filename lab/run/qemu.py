@@ -18,7 +18,7 @@ from pathlib import Path
 
 from . import capacities as sizes, hangdump
 from ..build import qemubuild, qemudeb
-from ..base import arches
+from ..base import arches, medium
 from ..base.log import LabError
 
 PR_SET_PDEATHSIG = 1
@@ -58,6 +58,8 @@ class Accel:
     # a hard irq longer than this is a vCPU the emulator did not run, not
     # the kernel (lab/analyse/trace.py); None: this emulation does not stall one
     stall_us: float = None
+    # a full-speed vCPU's instructions in 2^shift ns (lab/run/settings.py)
+    speedup: int = 1
 
     def summary(self) -> str:
         """One line for people: what runs the guest, and why."""
@@ -72,7 +74,10 @@ class Accel:
         return {"name": self.name, "reason": self.reason,
                 "args": self.args, "setting": self.setting,
                 "append": self.append, "pin": self.pin,
-                "emulator": self.emulator, "stall_us": self.stall_us}
+                "emulator": self.emulator, "stall_us": self.stall_us,
+                "speedup": self.speedup,
+                "medium": medium.of({"name": self.name, "args": self.args,
+                                     "speedup": self.speedup})}
 
 
 def host_cpu() -> str:
@@ -176,15 +181,15 @@ def kernel_cmdline(accel: Accel, append: str = "",
                                 accel.append, append) if w)
 
 
-def with_speeds(args: list, capacities) -> list:
+def with_speeds(args: list, capacities, speedup: int = 1) -> list:
     """The accelerator's options with each vCPU's speed from its capacity
-    (the lab's QEMU, common/qemu/0004)."""
+    (the lab's QEMU, common/qemu/0004), times the setting's speedup."""
     at = args.index("-accel") + 1
     if not args[at].startswith("tcg") or "-icount" not in args:
         raise LabError("CPU capacities run in TCG with -icount (the "
                        "lab's settings): the speeds are in virtual time")
     return [*args[:at], f"{args[at]},icount-speeds="
-            f"{sizes.speeds(capacities)}", *args[at + 1:]]
+            f"{sizes.speeds(capacities, speedup)}", *args[at + 1:]]
 
 
 def scratch_disk(image) -> list:
@@ -218,10 +223,14 @@ class Machine:
             if not self.accel.emulator:
                 raise LabError("CPU capacities need the lab's QEMU (its "
                                "per-vCPU speeds): a setting with lab_qemu")
-            options = with_speeds(options, self.capacities)
+            options = with_speeds(options, self.capacities,
+                                  self.accel.speedup)
             board += ["-dtb", str(sizes.device_tree(
                 binary, self.arch.machine, self.cpus, self.memory_mb,
                 self.capacities))]
+        elif self.accel.speedup != 1:
+            options = with_speeds(options, (1024,) * self.cpus,
+                                  self.accel.speedup)
         return [binary, *options, *board,
                 "-m", str(self.memory_mb),
                 "-nodefaults", "-display", "none", "-serial", "stdio",

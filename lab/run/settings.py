@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 
 from . import qemu
-from ..base import arches
+from ..base import arches, medium
 from ..build import qemubuild
 from ..base.log import LabError
 from ..base.variants import pick
@@ -42,6 +42,9 @@ class Setting:
     pin: bool = False           # pin vCPU thread i to host core i
     lab_qemu: bool = False      # needs the lab's QEMU (lab/build/qemubuild.py)
     qemu_patches: int = None    # how many of its patches (None: all)
+    # instructions of a full-speed vCPU in 2^shift ns: above 1 where the
+    # shift cannot go lower (the lab's QEMU's icount-speeds, 0004)
+    speedup: int = 1
 
     @property
     def stall_us(self):
@@ -65,7 +68,14 @@ class Setting:
                           pin=self.pin, emulator=qemubuild.provenance(
                               self.qemu_patches, arch)
                           if self.lab_qemu else {},
-                          stall_us=self.stall_us)
+                          stall_us=self.stall_us, speedup=self.speedup)
+
+    @property
+    def medium(self) -> str:
+        args = ["-accel", self.accel] + (["-icount", self.icount]
+                                         if self.icount else [])
+        return medium.of({"name": self.accel.split(",")[0], "args": args,
+                          "speedup": self.speedup})
 
 
 SETTINGS = [
@@ -140,6 +150,27 @@ SETTINGS = [
             "speed (64 ns per instruction): an 8-vCPU guest's CPU0 with "
             "every vCPU busy", "tcg,icount-slice=20000",
             icount="shift=6,sleep=off", append=ICOUNT_APPEND, lab_qemu=True),
+    # Parallel virtual time (common/qemu/0005): every busy vCPU runs at
+    # its full speed however many others are busy, as a machine's cores
+    # do, and the instruction time a ladder from 8 ns toward a real
+    # core's.  The slice bounds a whole round-robin pass, so it is how
+    # far one vCPU can run ahead of another: 2500 instructions on every
+    # rung, a shorter time as the instructions get faster
+    # (lab/docs/medium.md).
+    Setting("parallel-8ns", "parallel virtual time, 8 ns per "
+            "instruction, passes of at most 20 us",
+            "tcg,icount-slice=20000,icount-parallel=on",
+            icount="shift=3,sleep=off", append=ICOUNT_APPEND, lab_qemu=True),
+    Setting("parallel-2ns", "parallel virtual time, 2 ns per "
+            "instruction, passes of at most 5 us",
+            "tcg,icount-slice=5000,icount-parallel=on",
+            icount="shift=1,sleep=off", append=ICOUNT_APPEND, lab_qemu=True),
+    Setting("parallel-0.5ns", "parallel virtual time, 0.5 ns per "
+            "instruction (1 ns a clock step, two instructions a step), "
+            "passes of at most 1.25 us",
+            "tcg,icount-slice=1250,icount-parallel=on",
+            icount="shift=0,sleep=off", append=ICOUNT_APPEND, lab_qemu=True,
+            speedup=2),
     Setting("kvm", "hardware virtualisation", "kvm"),
 ]
 
@@ -157,6 +188,25 @@ DEBIAN_TCG = "icount-3-nosleep"
 
 def select(names: str) -> list:
     return pick(SETTINGS, names, "setting")
+
+
+def medium_accel(name: str, arch=None) -> qemu.Accel:
+    """The accelerator of the medium `name` (`--medium`, `make lab
+    MEDIUM=`), for guests of `arch`: one TCG setting, in its virtual
+    time.  KVM is no medium to ask for: it is used where it works."""
+    by_name = {s.name: s for s in SETTINGS}
+    if name not in by_name:
+        raise LabError(f"unknown medium {name!r}: name one of the settings "
+                       f"with virtual time: " + ", ".join(
+                           s.name for s in SETTINGS if s.icount))
+    chosen = by_name[name]
+    if not chosen.icount:
+        raise LabError(f"--medium {name}: {chosen.medium} is no medium the "
+                       f"lab can state (KVM is used where it works, without "
+                       f"--medium): name a setting with virtual time")
+    return dataclasses.replace(chosen.to_accel(arch or arches.X86_64),
+                               reason=f"medium {name} asked for "
+                               f"({chosen.medium})")
 
 
 def tcg(reason: str, debian_qemu: bool = False,

@@ -75,7 +75,7 @@ def test_a_guest_whose_device_tree_lacks_the_sizes_fails_its_run(runs):
 
 def test_a_guest_whose_vcpus_all_run_at_full_speed_fails_its_run(
         runs, monkeypatch):
-    monkeypatch.setattr(qemu, "with_speeds", lambda args, caps: args)
+    monkeypatch.setattr(qemu, "with_speeds", lambda args, caps, speedup: args)
     record = _one_boot("baseline-arm64", "no-speeds",
                        scenario.select("idle-phone4")[0].capacities)
     assert record["status"] == "failed"
