@@ -131,6 +131,40 @@ def cmd_run(args) -> int:
     return _report(args, root, names, scen_names, named)
 
 
+def cmd_ladder(args) -> int:
+    """The matrix in each medium of --media, emulator first: each its own
+    results folder and report, then the page that follows every verdict
+    along them (lab/report/ladder.py)."""
+    from .report import ladder
+    if args.medium or args.results or args.out:
+        raise LabError("ladder: each medium gets its own results folder "
+                       "and report (build/results-<medium>, reports/<date>-"
+                       "<name>-<medium>): give --media, not --medium, "
+                       "--results or --out")
+    media = variants.names_in(args.media, "medium")
+    if len(media) < 2:
+        raise LabError("ladder: --media names at least two media, the "
+                       "emulator's first")
+    for m in media:           # every medium refused before any build
+        settings.medium_accel(m)
+    reports = []
+    for k, m in enumerate(media, 1):
+        info(f"ladder: medium {k}/{len(media)} {m}")
+        rung = argparse.Namespace(**{**vars(args), "medium": m,
+                                     "name": f"{args.name}-{m}"})
+        cmd_run(rung)
+        reports.append((m, settings.select(m)[0].medium,
+                        publish.default_folder(rung.name)))
+    out = publish.default_folder(f"{args.name}-ladder")
+    ladder.write(reports, out, _command(args, "media", "variants", "base",
+                                        "scenarios", "boots", "jobs",
+                                        "name"))
+    if out.resolve().parent == report_index.REPORTS:
+        report_index.write()
+    info(f"ladder: {out}/README.md")
+    return 0
+
+
 def cmd_compare(args) -> int:
     # the same matrix as `run` with the same options: results of other
     # variants or scenarios in the folder stay out of the report
@@ -469,6 +503,18 @@ def parse_args(argv):
             runners.module(n).add_arguments(r.add_argument_group(
                 f"{n} (with --runner {n})"))
     r.set_defaults(func=cmd_run)
+
+    ld = with_matrix(sub.add_parser(
+        "ladder", help="the matrix in several media, and each verdict "
+        "followed along them (lab/docs/medium.md)"))
+    ld.add_argument("--media", required=True,
+                    help="comma-separated media, emulator first, e.g. "
+                    "icount-3-slice20,parallel-8ns,parallel-0.5ns")
+    ld.add_argument("--boots", type=positive, default=0,
+                    help="boots per cell (default: as run)")
+    ld.add_argument("--jobs", type=positive, default=os.cpu_count() or 1)
+    with_comparison(ld)
+    ld.set_defaults(func=cmd_ladder)
 
     at = sub.add_parser(
         "attribute", help="which patch of a variant's series brings each "

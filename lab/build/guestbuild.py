@@ -27,7 +27,7 @@ MODULE_NAME = "softirq_load.ko"
 # userspace programs: the folder under guest/ and the binary it makes
 PROGRAMS = {"probe": "softirq_probe", "udpsink": "udpsink",
             "blkbatch": "blkbatch", "flagcheck": "flagcheck",
-            "cpuspeed": "cpuspeed"}
+            "cpuspeed": "cpuspeed", "pingpong": "pingpong"}
 # the x86 guest's alone: flagcheck tests x86's cmpxchg16b flags (rtla too,
 # which initrd() adds: it is built against the host's libraries)
 X86_ONLY = {"flagcheck"}

@@ -123,3 +123,58 @@ def test_each_medium_has_its_own_results_folder():
     assert accel.speedup == 2 and "icount-parallel=on" in accel.args[1]
     assert accel.as_dict()["medium"] == \
         "parallel time, 0.5 ns an instruction"
+
+
+def _rung(folder, ratios: dict):
+    """A report's analysis.json whose long/better cell has `ratios`:
+    {metric: (ratio, verdict)}."""
+    cell = {m: {"ratio": r, "verdict": v, "shown": v}
+            for m, (r, v) in ratios.items()}
+    (folder / "data").mkdir(parents=True)
+    store.write_json(folder / "data" / "analysis.json",
+                     {"lead": {"long": "p99"},
+                      "cells": {"long/better": {"vs_baseline": cell}}})
+    return folder
+
+
+def test_the_ladder_follows_each_verdict_along_the_media(tmp_path):
+    from lab.report import ladder
+    rungs = [("icount-3-slice20", "shared clock, 8 ns an instruction",
+              _rung(tmp_path / "a", {"p99": (0.1, "lower"),
+                                     "max": (0.5, "lower"),
+                                     "cost": (1.4, "higher")})),
+             ("parallel-8ns", "parallel time, 8 ns an instruction",
+              _rung(tmp_path / "b", {"p99": (0.2, "lower"),
+                                     "max": (0.9, "n.s."),
+                                     "cost": (1.1, "same")})),
+             ("parallel-0.5ns", "parallel time, 0.5 ns an instruction",
+              _rung(tmp_path / "c", {"p99": (0.3, "lower"),
+                                     "max": (1.3, "higher"),
+                                     "cost": (1.0, "same")}))]
+    out = ladder.write(rungs, tmp_path / "ladder", "python3 -m lab ladder")
+    text = (out / "README.md").read_text()
+    assert "| long/better | baseline | p99 | x0.1 lower | x0.2 lower | " \
+        "x0.3 lower | holds |" in text
+    assert "| long/better | baseline | max | x0.5 lower | x0.9 n.s. | " \
+        "x1.3 higher | changes sign |" in text
+    assert "| cost | x1.4 higher | x1.1 same | x1 same | vanishes |" in text
+    assert (out / "ladder.png").stat().st_size > 10000
+    assert ladder.trajectory(["n.s.", "same", "lower"]) == "appears"
+    assert ladder.trajectory(["lower", "n.s.", "lower"]) == "comes and goes"
+    assert ladder.trajectory(["n.s.", None, "same"]) == "none in any medium"
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["--media", "icount-3-slice20"], "at least two media"),
+    (["--media", "icount-3-slice20,parallel-1ns"],
+     "unknown medium 'parallel-1ns'"),
+    (["--media", "icount-3-slice20,parallel-8ns", "--medium",
+      "parallel-8ns"], "give --media, not --medium"),
+])
+def test_a_ladder_that_cannot_run_is_refused_before_any_build(
+        argv, said, capsys):
+    from lab.__main__ import main
+    assert main(["ladder", "--variants", "baseline", "--scenarios",
+                 "idle", *argv]) == 2
+    err = capsys.readouterr().err
+    assert said in err and "variant 1/" not in err
