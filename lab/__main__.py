@@ -15,6 +15,7 @@ except ImportError as missing:
 import argparse
 import dataclasses
 import os
+import re
 import shlex
 import signal
 
@@ -463,7 +464,7 @@ def parse_args(argv):
         sp.add_argument("--results", default="",
                         help="results folder (default: build/results, "
                         "build/results-lava for --runner lava)")
-        sp.add_argument("--name", default="lab",
+        sp.add_argument("--name", default="lab", type=report_name,
                         help="report folder: reports/<date>-<name>")
         sp.add_argument("--out", default="",
                         help="report folder, instead of reports/<date>-<name>")
@@ -529,7 +530,7 @@ def parse_args(argv):
                     "matrix's)")
     at.add_argument("--boots", type=positive, default=stats.MIN_BOOTS)
     at.add_argument("--jobs", type=positive, default=os.cpu_count() or 1)
-    at.add_argument("--name", default="",
+    at.add_argument("--name", default="", type=report_name,
                     help="report folder: reports/<date>-<name> (default: "
                     "attribute-VARIANT)")
     at.add_argument("--out", default="",
@@ -624,7 +625,8 @@ def parse_args(argv):
                     "names under reports/")
     ca.add_argument("--trials", type=positive, default=100)
     ca.add_argument("--seed", type=int, default=1)
-    ca.add_argument("--name", default="", help="also write "
+    ca.add_argument("--name", default="", type=report_name,
+                    help="also write "
                     "reports/<date>-NAME/ (README.md, data/calibration.json)")
     ca.set_defaults(func=cmd_calibrate)
     po = sub.add_parser(
@@ -637,7 +639,8 @@ def parse_args(argv):
         "boot came from where (`pooled`).")
     po.add_argument("reports", nargs="+", help="report folders or their "
                     "names under reports/, the first one's traces used")
-    po.add_argument("--name", required=True, help="the report's name")
+    po.add_argument("--name", required=True, type=report_name,
+                    help="the report's name")
     po.add_argument("--alike", default="", help="differences in how the "
                     "reports were made that do not change the measurement "
                     "(comma-separated: plan script, initramfs, ...); needs "
@@ -679,6 +682,9 @@ def parse_args(argv):
     return p.parse_args(argv)
 
 
+REPORT_NAME = re.compile(r"[a-z0-9][a-z0-9.-]{0,79}")
+
+
 def positive(text: str) -> int:
     """argparse type: a whole number of at least 1."""
     try:
@@ -689,6 +695,17 @@ def positive(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r}: give a whole number "
                                          f"of at least 1")
     return n
+
+
+def report_name(text: str) -> str:
+    """argparse type: a report's name, reports/<date>-<name>: one folder
+    name the reports' index lists ("" where the command has a default)."""
+    if text and not REPORT_NAME.fullmatch(text):
+        raise argparse.ArgumentTypeError(
+            f"{text[:100]!r} is not a report name: it names the folder "
+            f"reports/<date>-<name>, in lowercase letters, digits, '.' and "
+            f"'-', starting with a letter or digit, at most 80 characters")
+    return text
 
 
 def positive_list(text: str) -> tuple:

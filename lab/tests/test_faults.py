@@ -151,6 +151,25 @@ def test_bad_boots_are_refused_before_anything_runs(boots):
     assert "variant" not in r.stdout       # nothing was built
 
 
+@pytest.mark.parametrize("command", [
+    ["run", "--boots", "1"], ["compare"], ["ladder", "--media", "a,b"],
+    ["pool", "a", "b"], ["calibrate", "a"], ["attribute", "baseline"]])
+@pytest.mark.parametrize("name", ["../../../../x", "a/b", "x" * 300,
+                                  "Mine", ".hidden"])
+def test_a_report_name_outside_reports_is_refused_first(command, name,
+                                                        capsys):
+    """Issue 61: compare, run, pool and calibrate took `../../../../x` (a
+    report outside the repository), `a/b` (a nested folder) and a
+    300-character name (an OSError after the whole matrix had booted)."""
+    from lab.__main__ import main
+    with pytest.raises(SystemExit) as e:
+        main([*command, "--name", name])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert f"{name[:100]!r} is not a report name: it names the folder " \
+        f"reports/<date>-<name>" in err and "Traceback" not in err
+
+
 def test_a_cache_that_cannot_be_written_is_named(monkeypatch, capsys):
     """Not a traceback: the folder, why, and the setting that moves it
     (/sys refuses a new folder even to root)."""

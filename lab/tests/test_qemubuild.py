@@ -14,7 +14,7 @@ def test_the_sliced_setting_asks_for_the_lab_qemu_and_records_it():
     accel = SLICED.to_accel()
     assert accel.args[:2] == ["-accel", "tcg,icount-slice=20000"]
     assert accel.emulator["patches"] == [p.name for p in qemubuild.patches()]
-    assert len(accel.emulator["patches"]) == 4
+    assert len(accel.emulator["patches"]) == 5
     assert accel.emulator["source"].startswith("qemu ")
     assert accel.as_dict()["emulator"] == accel.emulator
     assert "the lab's QEMU" in accel.summary()
