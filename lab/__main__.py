@@ -121,7 +121,7 @@ def cmd_run(args) -> int:
 
     def unsettled(results: Path) -> set:
         from .analyse import analysis
-        _, _, lead, tail = _scenario_facts()
+        _, _, lead, tail = _scenario_facts(scens)
         a = analysis.analyse(analysis.load(results, names, scen_names),
                              predicted={}, lead=lead, tail=tail,
                              named_bases=named)
@@ -129,7 +129,7 @@ def cmd_run(args) -> int:
     matrix.run(chosen, scens, args.boots or looks[0], root, accel=accel,
                runner=runners.module(args.runner).make(args), looks=looks,
                unsettled=unsettled)
-    return _report(args, root, names, scen_names, named)
+    return _report(args, root, names, scens, named)
 
 
 def cmd_ladder(args) -> int:
@@ -172,8 +172,7 @@ def cmd_compare(args) -> int:
     chosen, scens, named = _matrix(args)
     _medium(args, chosen)
     root = _results(args)
-    return _report(args, root, [v.name for v in chosen],
-                   [s.name for s in scens], named)
+    return _report(args, root, [v.name for v in chosen], scens, named)
 
 
 def cmd_variant_add(args) -> int:
@@ -397,10 +396,13 @@ def cmd_reports_index(args) -> int:
     return 0
 
 
-def _scenario_facts() -> tuple:
+def _scenario_facts(chosen: list = ()) -> tuple:
     """(descriptions, both-busy scenarios, lead metrics, tail metrics)
-    of every scenario: what a report needs from the scenario files."""
-    every = scenario.discover()
+    of every scenario: what a report needs from the scenario files.  The
+    `chosen` ones are taken as given (a scenario named by its path has
+    no file under common/scenarios/, or another one of its name)."""
+    every = list({s.name: s for s in [*scenario.discover(), *chosen]}
+                 .values())
     return ({s.name: s.description for s in every},
             {s.name for s in every if s.both_busy},
             {s.name: s.lead for s in every},
@@ -409,12 +411,12 @@ def _scenario_facts() -> tuple:
 
 def _report(args, root, names, scens, named) -> int:
     out = Path(args.out) if args.out else publish.default_folder(args.name)
-    descriptions, busy, lead, tail = _scenario_facts()
+    descriptions, busy, lead, tail = _scenario_facts(scens)
     command = _command(args, "variants", "base", "scenarios", "boots",
                        "jobs", "medium", "results",
                        "out" if args.out else "name")
-    publish.write(root, out, descriptions, command, names, scens, busy, lead,
-                  tail, named)
+    publish.write(root, out, descriptions, command, names,
+                  [s.name for s in scens], busy, lead, tail, named)
     return _published(out)
 
 

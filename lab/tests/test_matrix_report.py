@@ -863,3 +863,29 @@ def test_a_long_variant_name_keeps_the_cell_header_in_width():
     assert all(len(r) <= report_text.WIDTH for r in rows), rows
     assert rows[0].index(">1ms") + 4 == rows[1].index("10.0%") + 5
     assert rows[2].endswith("no finished run with free threads")
+
+
+def test_a_scenario_given_by_path_is_judged_by_its_own_declarations(
+        tmp_path):
+    """Issue 61: `--scenarios /some/where/mine.scenario` with `lead =
+    max` led with p99 and lost its description: the facts were read only
+    from common/scenarios/."""
+    from lab.__main__ import main
+    root = tmp_path / "res"
+    six12 = {"source": "6.12", "base": "mainline-6.12"}
+    for boot in range(1, 6):
+        for var, lo, hi in (("mainline-6.12", 900, 4500),
+                            ("preempt-rt-6.12", 60, 400)):
+            fake_run(root, var, "mine", boot, lo, hi, seed=boot,
+                     conf=dict(six12, name=var))
+    mine = tmp_path / "else" / "mine.scenario"
+    mine.parent.mkdir()
+    mine.write_text("description = my own case\nduration = 10\n"
+                    "lead = max\n")
+    out = tmp_path / "rep"
+    assert main(["compare", "--variants", "mainline-6.12,preempt-rt-6.12",
+                 "--scenarios", str(mine), "--results", str(root),
+                 "--out", str(out)]) == 0
+    a = json.loads((out / "data" / "analysis.json").read_text())
+    assert a["lead"]["mine"] == "max"
+    assert "my own case" in (out / "report.txt").read_text()
