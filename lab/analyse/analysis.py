@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..base import medium, metrics, paths, predictions, stats, unresolved
 from . import results, softirqrates, stalls
+from ..run import runfolder
 from ..base.cores import map_on_cores
 from ..base.log import LabError, warn
 from ..base.textfmt import fmt_us
@@ -54,6 +55,13 @@ def load(root: Path, variants=None, scenarios=None) -> list:
             and (not scenarios or p.parts[-3] in scenarios)]
     read = map_on_cores(_read_run, dirs, chunksize=4)
     for run_dir, (s, error) in zip(dirs, read):
+        wrong = s and runfolder.misplaced(
+            {**s, "scenario": {"name": s["scenario"]}}, run_dir)
+        if wrong:
+            raise LabError(f"{wrong}: a run is read by its folder, so the "
+                           f"comparison would not be of what ran; put the "
+                           f"folder back, or delete it and `python3 -m lab "
+                           f"run` redoes it")
         if error is not None:
             # damaged by hand or by a failing disk: `run` redoes it
             warn(f"{run_dir}: left out, unreadable ({error}); "

@@ -195,6 +195,19 @@ def emulation(accel: qemu.Accel) -> list:
     return [accel.args, accel.append, accel.emulator.get("build", "")]
 
 
+def misplaced(record: dict, run_dir: Path) -> str:
+    """Why run.json does not belong in its folder, <variant>/<scenario>/
+    boot-<k> (a record edited, or a folder renamed, by hand), or ""."""
+    where = (run_dir.parent.parent.name, run_dir.parent.name, run_dir.name)
+    says = (record.get("variant"),
+            (record.get("scenario") or {}).get("name"),
+            f"boot-{record.get('boot')}")
+    if says == where:
+        return ""
+    return (f"{run_dir}/run.json says {says[0]}/{says[1]}/{says[2]}, not "
+            f"the folder it sits in")
+
+
 def finished(run_dir: Path, kernel_hash: str, scenario_digest: str,
              accel: qemu.Accel = None, runner: str = "local",
              plan_sha: str = None, variant_conf: dict = None) -> bool:
@@ -204,6 +217,8 @@ def finished(run_dir: Path, kernel_hash: str, scenario_digest: str,
     try:
         record = store.read_json(run_dir / "run.json")
     except (OSError, ValueError):
+        return False
+    if misplaced(record, run_dir):
         return False
     # A key missing from the record (folders from before run.json had
     # variant.conf, or before that key existed) had its default value.

@@ -889,3 +889,23 @@ def test_a_scenario_given_by_path_is_judged_by_its_own_declarations(
     a = json.loads((out / "data" / "analysis.json").read_text())
     assert a["lead"]["mine"] == "max"
     assert "my own case" in (out / "report.txt").read_text()
+
+
+@pytest.mark.parametrize("edit", [{"boot": 5}, {"variant": "stultz-v5"}])
+def test_a_run_json_that_disagrees_with_its_folder_is_refused(tmp_path,
+                                                               edit):
+    """Issue 61: a run.json saying boot 5 inside boot-2/, or variant
+    stultz-v5 inside baseline/, was taken: boots [1,3,4,5,5] and a
+    verdict changed.  The comparison refuses, naming the run; a re-run
+    redoes it."""
+    root = tmp_path / "res"
+    for boot in (1, 2):
+        fake_run(root, "baseline", "long", boot, 1000, 5000, seed=boot)
+    f = root / "baseline" / "long" / "boot-2" / "run.json"
+    record = store.read_json(f)
+    store.write_json(f, {**record, **edit})
+    with pytest.raises(LabError, match=r"boot-2/run.json says .* not the "
+                       r"folder it sits in"):
+        analysis.load(root)
+    assert not runfolder.finished(f.parent, record["kernel"]["hash"],
+                                  record["scenario"]["digest"])
