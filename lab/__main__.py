@@ -340,7 +340,7 @@ def cmd_pool(args) -> int:
     descriptions, busy, lead, tail = _scenario_facts()
     a = pool.analyse(runs, analyses, busy, lead, tail,
                      {"keys": list(alike), "because": args.because.strip()}
-                     if alike else None)
+                     if alike else None, folders)
     out = publish.default_folder(args.name)
     command = shlex.join(["python3", "-m", "lab", "pool", *args.reports,
                           "--name", args.name] +

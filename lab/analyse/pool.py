@@ -17,7 +17,9 @@ Pooling buys power for effects that 5 boots leave borderline.  It does
 not make a run a replication of itself: a finding of the pool has no
 independent repeat until another run of the plan is pooled the same way.
 """
+from pathlib import Path
 
+from ..base import paths
 from ..base.log import LabError
 from . import analysis, replicate
 
@@ -54,6 +56,12 @@ def load(folders: list, alike: tuple = ()) -> tuple:
             raise LabError(f"{folder}: not a repeat of {folders[0]}, so "
                            f"not pooled: {why} (`python3 -m lab replicate "
                            f"{folders[0]} {folder}` shows where)")
+    names = [got.folder.name for got in loaded]
+    same = {n for n in names if names.count(n) > 1}
+    if same:
+        raise LabError(f"pool: two reports named {same.pop()!r} (in "
+                       f"different folders): a pool names each report it "
+                       f"pools by its name")
     pooled, offset = [], 0
     for got in loaded:
         for (_, _, boot), r in sorted(got.runs.items()):
@@ -64,8 +72,19 @@ def load(folders: list, alike: tuple = ()) -> tuple:
     return pooled, [got.an for got in loaded]
 
 
+def _relative(folder: Path) -> str:
+    """A pooled report's path, from the repository where it is inside it
+    (a clone elsewhere finds it), else as it is."""
+    folder = Path(folder).resolve()
+    try:
+        return str(folder.relative_to(paths.REPO.resolve()))
+    except ValueError:
+        return str(folder)
+
+
 def analyse(pooled: list, analyses: list, busy: set, lead: dict,
-            tail: dict = None, alike: dict = None) -> dict:
+            tail: dict = None, alike: dict = None,
+            folders: list = ()) -> dict:
     """The pooled runs analysed as one results folder would be, each
     test stratified by run (analysis.analyse reads `pooled_from`): which
     run a boot came from (a host, a day) must not pass for a difference
@@ -79,6 +98,9 @@ def analyse(pooled: list, analyses: list, busy: set, lead: dict,
     a["traces"] = traces
     if alike:
         a["alike"] = alike      # {keys: set aside, because: why}
+    a["pooled_sources"] = {
+        f.name: {"path": _relative(f), "sha256": replicate.runs_digest(f)}
+        for f in folders}
     a["pooled"] = [{"variant": r["variant"], "scenario": r["scenario"],
                     "boot": r["boot"], "from": r["pooled_from"]["report"],
                     "from_boot": r["pooled_from"]["boot"]} for r in pooled]

@@ -173,22 +173,43 @@ def _load_runs(folder: Path, an: dict = None) -> dict:
     if an is None:
         f = folder / "data" / "analysis.json"
         an = _read(f) if f.is_file() else {}
-    return _pooled_runs(folder, an.get("pooled", []))
+    return _pooled_runs(folder, an.get("pooled", []),
+                        an.get("pooled_sources"))
 
 
-def _pooled_runs(folder: Path, pooled: list) -> dict:
-    """A pool's runs (lab/analyse/pool.py), read from the reports beside
-    it that it names, with the boot numbers of the pool."""
-    sources, runs = {}, {}
+def runs_digest(folder: Path) -> str:
+    """sha256 over a report's run summaries (data/): what a pool records
+    of each report it pools, to find them again unchanged."""
+    h = hashlib.sha256()
+    for f in sorted((folder / "data").glob("*-boot*.json*")):
+        h.update(f.name.encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()
+
+
+def _pooled_runs(folder: Path, pooled: list, sources: dict = None) -> dict:
+    """A pool's runs (lab/analyse/pool.py), read from the reports it
+    names, with the boot numbers of the pool.  `sources`: {report name:
+    {path, sha256}} as the pool recorded them (pools made before it
+    named only the reports beside them)."""
+    sources = sources or {}
+    read, runs = {}, {}
     for p in pooled:
-        if p["from"] not in sources:
-            source = folder.parent / p["from"]
+        name = p["from"]
+        if name not in read:
+            where = sources.get(name, {})
+            source = paths.REPO / where["path"] if where.get("path") \
+                else folder.parent / name
             if not (source / "data").is_dir():
                 raise LabError(f"{folder}: pools the runs of {source}, "
                                f"which is not there")
-            sources[p["from"]] = _load_runs(source)
-        run = sources[p["from"]][(p["variant"], p["scenario"],
-                                  p["from_boot"])]
+            if where.get("sha256") and runs_digest(source) != \
+                    where["sha256"]:
+                raise LabError(f"{folder}: pools the runs of {source} as "
+                               f"they were when pooled, and they have "
+                               f"changed (another report of that name, or "
+                               f"remade): pool again")
+            read[name] = _load_runs(source)
+        run = read[name][(p["variant"], p["scenario"], p["from_boot"])]
         runs[(p["variant"], p["scenario"], p["boot"])] = dict(
             run, boot=p["boot"])
     return runs

@@ -93,3 +93,33 @@ def test_a_damaged_run_summary_is_named(tmp_path):
     store.write_json_gz(f, dict(run("mine", 1, seed=2), cpus="2"))
     with pytest.raises(LabError, match=f"^{f}: cpus is '2', not a whole"):
         pool.load([a, b])
+
+
+def test_a_pool_finds_its_reports_by_path_and_refuses_changed_ones(
+        tmp_path):
+    """Issue 61: a pool stored only the base name of what it pooled and
+    read it back from beside itself: outside reports/ it failed, and
+    beside another report of that name it took that one's boots."""
+    a, b = (published(tmp_path / "elsewhere", n, k)
+            for k, n in enumerate("ab"))
+    runs, analyses = pool.load([a, b])
+    p = pool.analyse(runs, analyses, set(), {}, folders=[a, b])
+    assert p["pooled_sources"]["a"]["path"] == str(a.resolve())
+    out = publish.write_analysed(runs, p, tmp_path / "reports" / "pooled",
+                                 {"long": "test"}, "test")
+    assert len(replicate.load(out)[0]) == 20       # found where they are
+    # another report of one of those names beside the pool is not taken
+    published(tmp_path / "reports", "a", 7)
+    assert len(replicate.load(out)[0]) == 20
+    # the pooled report itself changed: refused, naming it
+    f = next((a / "data").glob("better-long-boot1.json.gz"))
+    store.write_json_gz(f, dict(replicate._read(f), phase_seed=99))
+    with pytest.raises(LabError, match="have changed .*: pool again"):
+        replicate.load(out)
+
+
+def test_two_reports_of_one_name_are_not_pooled(tmp_path):
+    a = published(tmp_path / "one", "a", 0)
+    b = published(tmp_path / "two", "a", 1)
+    with pytest.raises(LabError, match="two reports named 'a'"):
+        pool.load([a, b])
