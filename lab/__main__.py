@@ -1,5 +1,11 @@
 """Command line: python3 -m lab <command> (see `python3 -m lab -h`)."""
+import signal
 import sys
+
+# Ctrl-C while the modules below load (half a second): no traceback.
+# main() gives Python's own handler back, whose KeyboardInterrupt stops
+# the guests.
+signal.signal(signal.SIGINT, lambda *_: sys.exit("interrupted"))
 
 try:
     import matplotlib  # noqa: F401  (the report's plots)
@@ -17,7 +23,6 @@ import dataclasses
 import os
 import re
 import shlex
-import signal
 
 from pathlib import Path
 
@@ -284,11 +289,10 @@ def _published_analyses(names: list) -> tuple:
     """(report folders, their analyses) for the resampling commands, each
     with the derived per-boot metrics and, for a report made before its
     scenarios declared tail metrics, today's declarations."""
-    import json
     from .analyse import analysis, replicate
     folders = [replicate.report_folder(n) for n in names]
-    analyses = [analysis.fill_derived(json.loads(
-        (f / "data" / "analysis.json").read_text())) for f in folders]
+    analyses = [analysis.fill_derived(replicate.read_data(
+        f / "data" / "analysis.json")) for f in folders]
     tail = _scenario_facts()[3]
     for an in analyses:
         an.setdefault("tail", {s: tail[s] for s in an["scenarios"]
@@ -728,6 +732,7 @@ def main(argv=None) -> int:
     for k in ("MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES", "MAKELEVEL"):
         os.environ.pop(k, None)
     args = parse_args(argv)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, _stop)
     try:
         return args.func(args)
@@ -745,6 +750,14 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except OSError as e:
+        # a full or read-only disk, a results or build folder below a
+        # file: what was already written stays (reports are put in
+        # place whole, runs finish one by one)
+        print(f"error: {e.filename or 'a file'}: {e.strerror}; nothing "
+              f"already written was lost: mend it and run the same "
+              f"command again", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -21,7 +21,9 @@ def _read_run(run_dir: Path):
     """(the run's summary, None) or (None, why it cannot be read)."""
     try:
         return results.summarize(run_dir), None
-    except (OSError, ValueError, KeyError, LabError) as e:
+    except KeyError as e:
+        return None, f"run.json has no {e.args[0]!r} where a run has one"
+    except (OSError, ValueError, LabError) as e:
         return None, str(e)
     except (TypeError, AttributeError) as e:
         # a field of the wrong type, edited by hand or from another tool

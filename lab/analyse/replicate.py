@@ -124,7 +124,7 @@ def _how_a_boot_runs(scenario_text: str, measurement: bool = False) -> str:
 NOT_HOW_A_BOOT_RUNS = {"default", "boots", "lead", "tail"}
 
 
-def _read(f: Path):
+def read_data(f: Path):
     """A JSON file of a report's data/, gzip'd or not; a damaged one
     (a copy cut short: once an EOFError from replicate and pool) named
     in one line."""
@@ -166,13 +166,13 @@ def _load_runs(folder: Path, an: dict = None) -> dict:
     already read)."""
     runs = {}
     for f in sorted((folder / "data").glob("*-boot*.json*")):
-        r = _stored(_read(f), f)
+        r = _stored(read_data(f), f)
         runs[(r["variant"], r["scenario"], r["boot"])] = r
     if runs:
         return runs
     if an is None:
         f = folder / "data" / "analysis.json"
-        an = _read(f) if f.is_file() else {}
+        an = read_data(f) if f.is_file() else {}
     return _pooled_runs(folder, an.get("pooled", []),
                         an.get("pooled_sources"))
 
@@ -227,7 +227,7 @@ def load(folder: Path, an: dict = None) -> Loaded:
     """A report's runs and analysis (`an`: the analysis, where it is not
     yet written)."""
     if an is None:
-        an = _read(folder / "data" / "analysis.json")
+        an = read_data(folder / "data" / "analysis.json")
     return Loaded(_load_runs(folder, an), an, folder)
 
 
@@ -336,7 +336,7 @@ def earlier_repeats(here: Loaded) -> list:
         if data.parent.resolve() == here.folder.resolve() or \
                 not f.is_file():
             continue
-        an = _read(f)
+        an = read_data(f)
         if cells & {k for k, c in an["cells"].items()
                     if "vs_baseline" in c}:
             other = load(data.parent, an)

@@ -46,7 +46,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import arches, kconfig, paths
+from . import arches, kconfig, paths, textfile
 from .log import LabError, warn
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9.+_-]*$")
@@ -170,7 +170,7 @@ class Variant:
     def setup(self) -> str:
         """Its guest set-up script (setup.sh), or "" if it has none."""
         f = self.folder / SETUP
-        return f.read_text() if f.is_file() else ""
+        return textfile.read(f, "a set-up script") if f.is_file() else ""
 
     def plan_env(self) -> dict:
         """What every guest plan of this variant is handed: its set-up
@@ -217,7 +217,8 @@ def parse_expect(path: Path) -> dict:
     out = {}
     if not path.is_file():
         return out
-    for lineno, raw in enumerate(path.read_text().splitlines(), 1):
+    for lineno, raw in enumerate(textfile.read(path, "an expect file")
+                                 .splitlines(), 1):
         words = raw.split("#", 1)[0].split()
         if not words:
             continue
@@ -245,7 +246,7 @@ def parse_conf(folder: Path) -> tuple:
     if not path.is_file():
         return tuple(sorted(conf.items()))
     seen = set()
-    for lineno, raw in enumerate(path.read_text().splitlines(), 1):
+    for lineno, raw in enumerate(textfile.read(path, CONF).splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
@@ -377,7 +378,7 @@ def _read_conf_keys(path: Path) -> dict:
     if not path.is_file():
         return {}
     out = {}
-    for raw in path.read_text().splitlines():
+    for raw in textfile.read(path, CONF).splitlines():
         key, eq, value = (x.strip() for x in
                           raw.split("#", 1)[0].partition("="))
         if eq:
@@ -392,7 +393,8 @@ def parse_series(series: Path) -> list:
     (the only strip level `git am` applies).
     """
     patches, seen = [], {}
-    for lineno, raw in enumerate(series.read_text().splitlines(), 1):
+    for lineno, raw in enumerate(textfile.read(series, "a series")
+                                 .splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue

@@ -241,8 +241,12 @@ def check_background(scenarios: list) -> None:
     have = applets() | own
     for s in scenarios:
         for command in s.background:
-            missing = [p for p in programs_in(command)
-                       if p.rsplit("/", 1)[-1] not in have]
+            try:
+                ran = programs_in(command)
+            except ValueError as e:     # shlex: an unclosed quote
+                raise LabError(f"{s.path}: background: {e} in "
+                               f"{command!r}") from None
+            missing = [p for p in ran if p.rsplit("/", 1)[-1] not in have]
             if missing:
                 raise LabError(
                     f"{s.path}: background: {missing[0]!r} is not a "

@@ -74,7 +74,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..base import metrics, paths
+from ..base import metrics, paths, textfile
 from . import capacities, qemu
 from ..base.log import LabError
 from ..base.variants import names_in, pick
@@ -323,13 +323,7 @@ def parse(path: Path) -> Scenario:
         raise LabError(f"{path}: scenario name {name!r}: use lower case, "
                        f"digits and '-'")
     values, lines = {"background": [], "sysctl": []}, {}
-    try:
-        text = path.read_text()
-    except UnicodeDecodeError as e:
-        line = path.read_bytes()[:e.start].count(b"\n") + 1
-        raise LabError(f"{path}:{line}: not UTF-8 text (byte "
-                       f"{e.object[e.start]:#04x}); a scenario is a text "
-                       f"file") from None
+    text = textfile.read(path, "a scenario")
     for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         where = f"{path}:{lineno}"

@@ -290,3 +290,44 @@ def test_the_labs_own_makes_do_not_take_the_outer_makes_variables(
     with pytest.raises(SystemExit):
         main(["--help"])
     assert "MAKEFLAGS" not in os.environ and "MAKELEVEL" not in os.environ
+
+
+def test_inputs_that_once_gave_tracebacks_give_one_line(tmp_path, capsys):
+    """Issue 61: an unclosed quote in a background command, a byte that
+    is not UTF-8 in variant.conf or series, a results folder below a
+    file, a truncated analysis.json, `qemu: {}` in run.json."""
+    from lab.__main__ import main
+    from lab.base import variants
+    from lab.build import guestbuild
+    from lab.run import scenario
+    s = tmp_path / "s.scenario"
+    s.write_text("description = x\nduration = 5\n"
+                 "background = sh -c 'stress-ng --cpu 1\n")
+    with pytest.raises(LabError, match=r"s.scenario: background: No "
+                       r"closing quotation in "):
+        guestbuild.check_background([scenario.parse(s)])
+    for name, text in (("variant.conf", b"base = baseline\n# caf\xe9\n"),
+                       ("series", b"0001-a.patch\n\xff\n")):
+        v = tmp_path / "mine"
+        v.mkdir(exist_ok=True)
+        (v / name).write_bytes(text)
+        with pytest.raises(LabError, match=rf"mine/{name}:2: not UTF-8 "
+                           rf"text \(byte 0x"):
+            if name == "series":
+                variants.parse_series(v / name)
+            else:
+                variants.parse_conf(v)
+        (v / name).unlink()
+    a_file = tmp_path / "file"
+    a_file.write_text("")
+    assert main(["run", "--variants", "baseline", "--scenarios",
+                 "idle", "--boots", "1", "--results",
+                 str(a_file / "results")]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {a_file}" in err and "Not a directory" in err
+    assert "nothing already written was lost" in err
+    report = tmp_path / "report"
+    (report / "data").mkdir(parents=True)
+    (report / "data" / "analysis.json").write_text('{"cells": {')
+    assert main(["power", str(report), str(report)]) == 2
+    assert "analysis.json: unreadable" in capsys.readouterr().err

@@ -78,7 +78,7 @@ def test_reports_of_two_media_are_never_pooled(tmp_path):
     a = published(tmp_path, "a", 0)
     b = published(tmp_path, "b", 1)
     for f in (b / "data").glob("*.json.gz"):
-        r = replicate._read(f)
+        r = replicate.read_data(f)
         r["qemu"]["accel"]["args"] = PARALLEL
         store.write_json_gz(f, r)
     with pytest.raises(LabError, match="differ in medium"):

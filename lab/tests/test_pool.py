@@ -113,7 +113,7 @@ def test_a_pool_finds_its_reports_by_path_and_refuses_changed_ones(
     assert len(replicate.load(out)[0]) == 20
     # the pooled report itself changed: refused, naming it
     f = next((a / "data").glob("better-long-boot1.json.gz"))
-    store.write_json_gz(f, dict(replicate._read(f), phase_seed=99))
+    store.write_json_gz(f, dict(replicate.read_data(f), phase_seed=99))
     with pytest.raises(LabError, match="have changed .*: pool again"):
         replicate.load(out)
 

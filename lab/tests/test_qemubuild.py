@@ -47,14 +47,16 @@ def test_the_binary_is_lab_qemu_for_its_settings_unless_lab_qemu_is_set(
 
 def test_a_run_made_by_another_qemu_build_is_redone(tmp_path):
     accel = SLICED.to_accel()
-    record = {"status": "ok", "kernel": {"hash": "k"},
-              "scenario": {"digest": "s"},
+    run = tmp_path / "v" / "idle" / "boot-1"
+    run.mkdir(parents=True)
+    record = {"status": "ok", "kernel": {"hash": "k"}, "variant": "v",
+              "boot": 1, "scenario": {"name": "idle", "digest": "s"},
               "qemu": {"accel": accel.as_dict()}}
-    store.write_json(tmp_path / "run.json", record)
-    assert runfolder.finished(tmp_path, "k", "s", accel)
+    store.write_json(run / "run.json", record)
+    assert runfolder.finished(run, "k", "s", accel)
     record["qemu"]["accel"]["emulator"] = dict(accel.emulator, build="0" * 16)
-    store.write_json(tmp_path / "run.json", record)
-    assert not runfolder.finished(tmp_path, "k", "s", accel)
+    store.write_json(run / "run.json", record)
+    assert not runfolder.finished(run, "k", "s", accel)
 
 
 def test_lava_guests_in_debians_qemu_get_its_best_setting(monkeypatch):
