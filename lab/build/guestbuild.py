@@ -150,7 +150,7 @@ def initrd(variant, built: Built) -> Path:
 SHELL_WORDS = {"for", "in", "while", "until", "if", "then", "else", "elif",
                "fi", "do", "done", "case", "esac", "!", "{", "}", "echo",
                "cd", "exit", "export", "read", "set", "wait", "true",
-               "false", "test", "[", "[[", "exec", "eval", "trap", "shift",
+               "false", "test", "[", "[[", "trap", "shift",
                "local", "return", "break", "continue", ":", "."}
 COMMAND_STARTS = {";", "|", "||", "&&", "&", "(", "do", "then", "else",
                   "!", "{"}
@@ -165,12 +165,19 @@ WRAPPERS = {"timeout": ({"-s", "--signal", "-k", "--kill-after"}, 1),
             "chrt": ({"-T", "--sched-runtime", "-P", "--sched-period",
                       "-D", "--sched-deadline"}, 1),
             "taskset": (set(), 1),
-            "env": ({"-u", "--unset", "-C", "--chdir", "-S",
-                     "--split-string"}, 0),
+            "env": ({"-u", "--unset", "-C", "--chdir"}, 0),
             "nohup": (set(), 0), "setsid": (set(), 0), "time": (set(), 0),
-            "stdbuf": ({"-i", "-o", "-e"}, 0)}
-# a wrapper's option that makes it act on a running process, not run one
-ON_A_PROCESS = {"-p", "--pid", "--all-tasks", "-a"}
+            "stdbuf": ({"-i", "-o", "-e"}, 0),
+            # the shell's own: `exec -a NAME cmd`, `eval cmd ...`
+            "exec": ({"-a"}, 0), "eval": (set(), 0)}
+# a wrapper's option that makes it act on a running process, not run
+# one (chrt -p, taskset -p; `time -p` only sets its output's format)
+ON_A_PROCESS = {"chrt": {"-p", "--pid", "-a", "--all-tasks"},
+                "taskset": {"-p", "--pid", "-a", "--all-tasks"}}
+# env's options whose value is itself a command line: env -S 'cmd args'
+SPLIT_STRING = ("-S", "--split-string")
+# wrappers the shell has itself: no program of the guest's
+BUILTIN_WRAPPERS = {"exec", "eval"}
 SHELLS = {"sh", "ash", "bash", "dash"}
 
 
@@ -195,7 +202,8 @@ def programs_in(command: str) -> list:
             start = False
             if word in SHELL_WORDS or word.startswith("$"):
                 continue
-            out.append(word)
+            if word not in BUILTIN_WRAPPERS:
+                out.append(word)
             name = word.rsplit("/", 1)[-1]
             flags = [w for w in words[k:k + 2] if re.fullmatch(r"-\w*c\w*", w)]
             if name in SHELLS and flags:         # sh -c '...', sh -ec '...'
@@ -204,20 +212,30 @@ def programs_in(command: str) -> list:
                     out += programs_in(words[k])
                     k += 1
             elif name in WRAPPERS:
-                k, start = _past_wrapper(words, k, *WRAPPERS[name])
+                k, start, split = _past_wrapper(words, k, name)
+                if split:
+                    out += programs_in(split)
     return out
 
 
-def _past_wrapper(words: list, k: int, valued: set,
-                  arguments: int) -> tuple:
-    """(where the command a wrapper runs starts, whether it runs one):
-    past its options (and their values) and its own arguments; none
-    where an option makes it act on a running process (chrt -p)."""
+def _past_wrapper(words: list, k: int, name: str) -> tuple:
+    """(where the command the wrapper `name` runs starts, whether it runs
+    one there, the command line an `env -S` gives it or ""): past its
+    options (and their values) and its own arguments; none where an
+    option makes it act on a running process (chrt -p)."""
+    valued, arguments = WRAPPERS[name]
     while k < len(words) and words[k].startswith("-"):
-        if words[k] in ON_A_PROCESS:
-            return k + 1, False
-        k += 2 if words[k] in valued else 1
-    return k + arguments, True
+        word = words[k]
+        if word in ON_A_PROCESS.get(name, ()):
+            return k + 1, False, ""
+        if name == "env" and word.startswith(SPLIT_STRING):
+            flag = next(f for f in SPLIT_STRING if word.startswith(f))
+            given = word[len(flag):].lstrip("=")
+            if given:
+                return k + 1, False, given
+            return k + 2, False, words[k + 1] if k + 1 < len(words) else ""
+        k += 2 if word in valued else 1
+    return k + arguments, True, ""
 
 
 def applets() -> set:

@@ -311,6 +311,14 @@ def test_a_background_program_the_guest_lacks_is_refused_before_a_build(
     # acting on a running process, a wrapper runs nothing
     assert guestbuild.programs_in("chrt -f -p 50 1234; taskset -p 2 99") \
         == ["chrt", "taskset"]
+    # issue 61: the shell's exec and eval, time's -p (its output format)
+    # and env -S (a command line as one word) hid the program they run
+    for command in ("exec stres-ng -c 1", "exec -a x stres-ng",
+                    "eval stres-ng -c 1", "time -p stres-ng -c 1"):
+        assert "stres-ng" in guestbuild.programs_in(command), command
+    for command in ("env -S 'stres-ng -c 1'", "env -S'stres-ng -c 1'",
+                    "env --split-string='stres-ng -c 1'"):
+        assert guestbuild.programs_in(command) == ["env", "stres-ng"]
     ok = scenario.parse(write(tmp_path, "description = x\nduration = 5\n"
                               "background = stress-ng --cpu 1\n"))
     guestbuild.check_background([ok])
