@@ -692,11 +692,9 @@ REPORT_NAME = re.compile(r"[a-z0-9][a-z0-9.-]{0,79}")
 
 
 def positive(text: str) -> int:
-    """argparse type: a whole number of at least 1."""
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
+    """argparse type: a whole number of at least 1, in ASCII digits
+    (int() takes others: an Arabic-Indic three was 3)."""
+    n = int(text) if text.isascii() and text.isdigit() else 0
     if n < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: give a whole number "
                                          f"of at least 1")

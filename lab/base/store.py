@@ -62,6 +62,32 @@ def _beside(out: Path, kind: str) -> Path:
                          f"{secrets.token_hex(4)}.{kind}")
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
+def _clear_debris(out: Path) -> None:
+    """What a writer of `out` killed half way left beside it: its new
+    folder goes; its old one is `out` again if `out` is gone (it was
+    killed between its two renames)."""
+    for p in out.parent.glob(f".{out.name}.*"):
+        pid, _, rest = p.name[len(out.name) + 2:].partition(".")
+        kind = rest.rpartition(".")[2]
+        if not pid.isdigit() or kind not in ("new", "old") or \
+                _alive(int(pid)):
+            continue
+        if kind == "old" and not out.exists():
+            os.rename(p, out)
+        else:
+            shutil.rmtree(p, ignore_errors=True)
+
+
 @contextlib.contextmanager
 def whole_folder(out: Path):
     """A folder written whole: yields a new folder beside `out` (the same
@@ -72,7 +98,10 @@ def whole_folder(out: Path):
     at once mixed their files; now `out` is one writer's folder, or for
     a moment none.  A write that fails leaves `out` as it was."""
     out = Path(out)
+    if out.is_symlink():
+        out = out.resolve()     # the link stays; its folder is written
     out.parent.mkdir(parents=True, exist_ok=True)
+    _clear_debris(out)
     new = _beside(out, "new")
     new.mkdir()
     old = []

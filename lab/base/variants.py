@@ -42,6 +42,7 @@ is kept as setup.log, and a failure fails the run with it.
 Adding a variant is making such a folder; nothing else names variants.
 """
 import hashlib
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -232,6 +233,8 @@ def parse_expect(path: Path) -> dict:
             try:
                 value = float(text)
             except ValueError:
+                value = math.nan
+            if not math.isfinite(value):    # nan, inf: a test never met
                 raise LabError(f"{path}:{lineno}: {text!r} is neither a "
                                f"number nor yes/no") from None
         if key in out.get(test, {}):

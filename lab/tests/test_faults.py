@@ -140,7 +140,7 @@ def test_deps_script_is_plain_sh():
     assert r.returncode == 0, r.stderr
 
 
-@pytest.mark.parametrize("boots", ["0", "-1", "two"])
+@pytest.mark.parametrize("boots", ["0", "-1", "two", "\u0663", "+3"])
 def test_bad_boots_are_refused_before_anything_runs(boots):
     r = subprocess.run(["/usr/bin/python3", "-m", "lab", "run", "--boots",
                         boots], cwd=paths.REPO, capture_output=True,
@@ -331,3 +331,13 @@ def test_inputs_that_once_gave_tracebacks_give_one_line(tmp_path, capsys):
     (report / "data" / "analysis.json").write_text('{"cells": {')
     assert main(["power", str(report), str(report)]) == 2
     assert "analysis.json: unreadable" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "NaN"])
+def test_an_expect_file_refuses_a_value_no_test_can_meet(tmp_path, value):
+    from lab.base import variants
+    f = tmp_path / "expect"
+    f.write_text(f"long_wakeup p99_us {value}\n")
+    with pytest.raises(LabError, match=rf"expect:1: '{value}' is neither "
+                       r"a number nor yes/no"):
+        variants.parse_expect(f)

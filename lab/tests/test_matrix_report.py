@@ -909,3 +909,31 @@ def test_a_run_json_that_disagrees_with_its_folder_is_refused(tmp_path,
         analysis.load(root)
     assert not runfolder.finished(f.parent, record["kernel"]["hash"],
                                   record["scenario"]["digest"])
+
+
+def test_a_killed_writers_debris_is_cleared_at_the_next_write(tmp_path):
+    """Issue 61: `.new` folders stayed in reports/ for good after a
+    SIGKILL, and a `.old` one after writing to a symlinked report folder
+    (whose link became a real folder)."""
+    out = tmp_path / "reports" / "r"
+    dead = 2 ** 22 + 12345           # above pid_max's default: no process
+    (tmp_path / "reports" / f".r.{dead}.abcd0123.new").mkdir(parents=True)
+    with store.whole_folder(out) as new:
+        (new / "a").write_text("1")
+    assert sorted(p.name for p in out.parent.iterdir()) == ["r"]
+    # killed between its renames: the old report is put back
+    out.rename(tmp_path / "reports" / f".r.{dead}.abcd0123.old")
+    with store.whole_folder(out.with_name("other")) as new:
+        pass
+    with store.whole_folder(out) as new:
+        assert (out / "a").read_text() == "1"       # back before the write
+        (new / "b").write_text("2")
+    assert sorted(p.name for p in out.parent.iterdir()) == ["other", "r"]
+    real = tmp_path / "elsewhere"
+    real.mkdir()
+    link = tmp_path / "reports" / "link"
+    link.symlink_to(real)
+    with store.whole_folder(link) as new:
+        (new / "c").write_text("3")
+    assert link.is_symlink() and (link / "c").read_text() == "3"
+    assert not [p for p in tmp_path.rglob(".*") if p.name.startswith(".")]
