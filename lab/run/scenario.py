@@ -457,7 +457,14 @@ def select(names: str = "", root: Path = None) -> list:
     if names.strip() == "all":
         return discover(root)
     every, chosen = None, []
-    for word in names_in(names, "scenario"):
+    # a file named whole keeps the blanks in its path; the rest is a
+    # comma/space separated list
+    pieces = [p.strip() for p in names.split(",")]
+    words = [p for p in pieces if p.endswith(SUFFIX) and Path(p).is_file()]
+    rest = ",".join(p for p in pieces if p not in words)
+    words += names_in(rest, "scenario") if rest.strip(", ") or not words \
+        else []
+    for word in words:
         if word.endswith(SUFFIX):
             if not Path(word).is_file():
                 raise LabError(f"scenario file {word} not found")

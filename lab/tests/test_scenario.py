@@ -346,3 +346,15 @@ def test_a_scenario_asks_for_more_boots_and_gets_them_last(tmp_path):
                        r"whole number from 1 to 100, got '0'"):
         scenario.parse(write(tmp_path, "description = x\nduration = 5\n"
                              "boots = 0\n"))
+
+
+def test_a_scenario_file_whose_path_has_a_blank_is_taken_whole(tmp_path):
+    """Issue 61: it was reported as an unknown scenario named by its
+    first word."""
+    folder = tmp_path / "my loads"
+    folder.mkdir()
+    mine = write(folder, "description = mine\nduration = 5\n",
+                 "mine.scenario")
+    got = scenario.select(f"{mine},idle")
+    assert [s.name for s in got] == ["mine", "idle"]
+    assert [s.name for s in scenario.select(str(mine))] == ["mine"]
