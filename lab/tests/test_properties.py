@@ -158,3 +158,60 @@ def test_a_stored_run_record_is_read_or_left_out(changed):
         # the whole report (its figures aside: conftest.py)
         parsed_or_refused(publish.write, root, root / "report", {}, "fuzz")
 
+
+
+@FAST
+@given(st.text(max_size=120))
+def test_a_report_name_stays_inside_reports_or_is_refused(name):
+    """Issue 61: any --name is one folder directly under reports/, or
+    refused when the argument is read."""
+    import argparse
+    from lab.__main__ import report_name
+    try:
+        taken = report_name(name)
+    except argparse.ArgumentTypeError as e:
+        assert "\n" not in str(e)
+        return
+    if taken:
+        out = publish.default_folder(taken)
+        assert out.parent == publish.default_folder("x").parent
+        assert out.name.endswith(taken) and "/" not in taken
+
+
+@FAST
+@given(st.text(min_size=1, max_size=20).filter(
+    lambda s: "/" not in s and s.isprintable() and s not in (".", "..")),
+       TEXT)
+def test_a_scenario_file_given_by_path_is_parsed_or_refused(folder, text):
+    """A scenario named by its path, in a folder of any printable name
+    (blanks and all): parsed, or refused in one line (a comma splits a
+    list; a newline in a path would print as two)."""
+    with scratch() as root:
+        where = root / folder
+        try:
+            where.mkdir()
+        except OSError:
+            return          # a name the file system refuses
+        path = written(where, "fuzz.scenario", text)
+        parsed_or_refused(scenario.select, str(path))
+
+
+@settings(max_examples=40, deadline=None, database=None, derandomize=True,
+          suppress_health_check=QUIET)
+@given(st.sampled_from(["baseline", "stultz-v5"]),
+       st.sampled_from(["idle", "long"]), st.integers(1, 3))
+def test_a_run_is_read_only_where_its_record_says_it_ran(variant, scen,
+                                                        boot):
+    """A run.json whose variant, scenario or boot is not its folder's is
+    refused in one line; one that agrees is read."""
+    from lab.analyse import analysis
+    with scratch() as root:
+        fake_run(root, "baseline", "idle", 1, 40, 60)
+        f = root / "baseline" / "idle" / "boot-1" / "run.json"
+        record = json.loads(f.read_text())
+        record.update(variant=variant, boot=boot)
+        record["scenario"]["name"] = scen
+        f.write_text(json.dumps(record))
+        got = parsed_or_refused(analysis.load, root)
+        assert (got is not None) == ((variant, scen, boot) ==
+                                     ("baseline", "idle", 1))
