@@ -5,7 +5,7 @@ and per scenario its rows, verdicts, tail quantiles and costs.
 import re
 from collections import defaultdict
 
-from ..base import kconfig, metrics, paths, stats
+from ..base import kconfig, medium, metrics, paths, stats
 from . import sweeps as report_sweeps, traces as report_traces
 from ..analyse import softirqrates, stalls
 from ..analyse.analysis import NULL_LIMIT_US, _median, judged_tail, lead_of
@@ -45,13 +45,20 @@ def kernel_setup(runs: list) -> str:
 def _medium(r0: dict, short: bool = False) -> str:
     acc = r0["qemu"]["accel"]
     if acc["name"] == "tcg" and any("icount" in a for a in acc["args"]):
+        said = medium.of(acc)
         if short:
-            return "virtual time under QEMU's icount, not hardware time"
+            return f"virtual time under QEMU's icount ({said}), not " \
+                f"hardware time (lab/docs/medium.md)"
         m = re.search(r"icount-slice=(\d+)", " ".join(acc["args"]))
-        turns = (f"in turns of at most {int(m.group(1)) // 1000} us" if m
-                 else "in turn")
-        return ("virtual time under icount (QEMU TCG: each instruction a "
-                f"fixed time, vCPUs run {turns}), not hardware time")
+        slice_us = f"{int(m.group(1)) / 1000:g} us" if m else ""
+        turns = (("every busy vCPU at its full speed, in passes of at "
+                  f"most {slice_us}" if slice_us else "every busy vCPU "
+                  "at its full speed") if medium.parallel(acc) else
+                 (f"vCPUs run in turns of at most {slice_us}, N busy "
+                  "ones each at 1/N speed" if slice_us else
+                  "vCPUs run in turn"))
+        return (f"virtual time under icount ({said}: {turns}), not "
+                f"hardware time (lab/docs/medium.md)")
     return f"QEMU, accelerator {acc['name']}"
 
 
