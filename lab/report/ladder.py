@@ -27,12 +27,14 @@ def verdicts(analysis: dict) -> dict:
             for metric, v in metrics.items():
                 if isinstance(v, dict) and "shown" in v:
                     out[(cell, key[3:], metric)] = (v.get("ratio"),
-                                                    v["shown"])
+                                                    v["shown"],
+                                                    v.get("verdict"))
     return out
 
 
 def trajectory(shown: list) -> str:
-    """What the rungs, emulator first, do to one verdict."""
+    """What the rungs, emulator first, do to one verdict (each rung's
+    test's direction: a finding the rule withheld keeps it)."""
     found = [s for s in shown if s is not None]
     ways = {s for s in found if s in DIRECTIONS}
     if len(ways) > 1:
@@ -63,11 +65,18 @@ def rows(rungs: list) -> list:
     # each cell's lead metric, and any other that some rung found moved
     keys = sorted(k for k in set().union(*each)
                   if k[2] == lead.get(k[0].split("/")[0], "p99") or
-                  any(v.get(k, (0, ""))[1] in DIRECTIONS for v in each))
+                  any((v.get(k) or (0, "", ""))[2] in DIRECTIONS
+                      for v in each))
     out = []
     for k in keys:
         per = [v.get(k) for v in each]
-        out.append((*k, per, trajectory([p[1] if p else None for p in per])))
+        what = trajectory([(p[2] or p[1]) if p else None for p in per])
+        held = [name for (name, _), _a in rungs]
+        withheld = [n for n, p in zip(held, per)
+                    if p and p[1] != p[2] and p[2] in DIRECTIONS]
+        if withheld:
+            what += f" (withheld by the rule on {', '.join(withheld)})"
+        out.append((*k, [p[:2] if p else None for p in per], what))
     return out
 
 

@@ -128,7 +128,8 @@ def test_each_medium_has_its_own_results_folder():
 def _rung(folder, ratios: dict):
     """A report's analysis.json whose long/better cell has `ratios`:
     {metric: (ratio, verdict)}."""
-    cell = {m: {"ratio": r, "verdict": v, "shown": v}
+    cell = {m: {"ratio": r, "verdict": v.split()[-1], "shown":
+                v.split()[0] if " " in v else v}
             for m, (r, v) in ratios.items()}
     (folder / "data").mkdir(parents=True)
     store.write_json(folder / "data" / "analysis.json",
@@ -148,13 +149,15 @@ def test_the_ladder_follows_each_verdict_along_the_media(tmp_path):
                                      "max": (0.9, "n.s."),
                                      "cost": (1.1, "same")})),
              ("parallel-0.5ns", "parallel time, 0.5 ns an instruction",
-              _rung(tmp_path / "c", {"p99": (0.3, "lower"),
+              _rung(tmp_path / "c", {"p99": (0.3, "withheld lower"),
                                      "max": (1.3, "higher"),
                                      "cost": (1.0, "same")}))]
     out = ladder.write(rungs, tmp_path / "ladder", "python3 -m lab ladder")
     text = (out / "README.md").read_text()
+    # a finding the rule withheld (FDR) keeps its direction, said so
     assert "| long/better | baseline | p99 | x0.1 lower | x0.2 lower | " \
-        "x0.3 lower | holds |" in text
+        "x0.3 withheld | holds (withheld by the rule on parallel-0.5ns) |" \
+        in text
     assert "| long/better | baseline | max | x0.5 lower | x0.9 n.s. | " \
         "x1.3 higher | changes sign |" in text
     assert "| cost | x1.4 higher | x1.1 same | x1 same | vanishes |" in text
