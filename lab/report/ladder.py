@@ -43,7 +43,7 @@ def trajectory(shown: list) -> str:
         return "none in any medium"
     first, last = found[0] in DIRECTIONS, found[-1] in DIRECTIONS
     if first and not last:
-        return "vanishes"
+        return "not found on the last rung"
     if last and not first:
         return "appears"
     if all(s in DIRECTIONS for s in found):
